@@ -1,0 +1,96 @@
+#include "error.hpp"
+
+#include "clhpp.hpp"
+
+namespace pyclperf {
+
+std::string error_name(int code) {
+    switch (code) {
+#define PYCLPERF_CASE(name) \
+    case name:              \
+        return #name;
+        PYCLPERF_CASE(CL_SUCCESS)
+        PYCLPERF_CASE(CL_DEVICE_NOT_FOUND)
+        PYCLPERF_CASE(CL_DEVICE_NOT_AVAILABLE)
+        PYCLPERF_CASE(CL_COMPILER_NOT_AVAILABLE)
+        PYCLPERF_CASE(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+        PYCLPERF_CASE(CL_OUT_OF_RESOURCES)
+        PYCLPERF_CASE(CL_OUT_OF_HOST_MEMORY)
+        PYCLPERF_CASE(CL_PROFILING_INFO_NOT_AVAILABLE)
+        PYCLPERF_CASE(CL_MEM_COPY_OVERLAP)
+        PYCLPERF_CASE(CL_IMAGE_FORMAT_MISMATCH)
+        PYCLPERF_CASE(CL_IMAGE_FORMAT_NOT_SUPPORTED)
+        PYCLPERF_CASE(CL_BUILD_PROGRAM_FAILURE)
+        PYCLPERF_CASE(CL_MAP_FAILURE)
+        PYCLPERF_CASE(CL_MISALIGNED_SUB_BUFFER_OFFSET)
+        PYCLPERF_CASE(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+        PYCLPERF_CASE(CL_COMPILE_PROGRAM_FAILURE)
+        PYCLPERF_CASE(CL_LINKER_NOT_AVAILABLE)
+        PYCLPERF_CASE(CL_LINK_PROGRAM_FAILURE)
+        PYCLPERF_CASE(CL_DEVICE_PARTITION_FAILED)
+        PYCLPERF_CASE(CL_KERNEL_ARG_INFO_NOT_AVAILABLE)
+        PYCLPERF_CASE(CL_INVALID_VALUE)
+        PYCLPERF_CASE(CL_INVALID_DEVICE_TYPE)
+        PYCLPERF_CASE(CL_INVALID_PLATFORM)
+        PYCLPERF_CASE(CL_INVALID_DEVICE)
+        PYCLPERF_CASE(CL_INVALID_CONTEXT)
+        PYCLPERF_CASE(CL_INVALID_QUEUE_PROPERTIES)
+        PYCLPERF_CASE(CL_INVALID_COMMAND_QUEUE)
+        PYCLPERF_CASE(CL_INVALID_HOST_PTR)
+        PYCLPERF_CASE(CL_INVALID_MEM_OBJECT)
+        PYCLPERF_CASE(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR)
+        PYCLPERF_CASE(CL_INVALID_IMAGE_SIZE)
+        PYCLPERF_CASE(CL_INVALID_SAMPLER)
+        PYCLPERF_CASE(CL_INVALID_BINARY)
+        PYCLPERF_CASE(CL_INVALID_BUILD_OPTIONS)
+        PYCLPERF_CASE(CL_INVALID_PROGRAM)
+        PYCLPERF_CASE(CL_INVALID_PROGRAM_EXECUTABLE)
+        PYCLPERF_CASE(CL_INVALID_KERNEL_NAME)
+        PYCLPERF_CASE(CL_INVALID_KERNEL_DEFINITION)
+        PYCLPERF_CASE(CL_INVALID_KERNEL)
+        PYCLPERF_CASE(CL_INVALID_ARG_INDEX)
+        PYCLPERF_CASE(CL_INVALID_ARG_VALUE)
+        PYCLPERF_CASE(CL_INVALID_ARG_SIZE)
+        PYCLPERF_CASE(CL_INVALID_KERNEL_ARGS)
+        PYCLPERF_CASE(CL_INVALID_WORK_DIMENSION)
+        PYCLPERF_CASE(CL_INVALID_WORK_GROUP_SIZE)
+        PYCLPERF_CASE(CL_INVALID_WORK_ITEM_SIZE)
+        PYCLPERF_CASE(CL_INVALID_GLOBAL_OFFSET)
+        PYCLPERF_CASE(CL_INVALID_EVENT_WAIT_LIST)
+        PYCLPERF_CASE(CL_INVALID_EVENT)
+        PYCLPERF_CASE(CL_INVALID_OPERATION)
+        PYCLPERF_CASE(CL_INVALID_GL_OBJECT)
+        PYCLPERF_CASE(CL_INVALID_BUFFER_SIZE)
+        PYCLPERF_CASE(CL_INVALID_MIP_LEVEL)
+        PYCLPERF_CASE(CL_INVALID_GLOBAL_WORK_SIZE)
+        PYCLPERF_CASE(CL_INVALID_PROPERTY)
+        PYCLPERF_CASE(CL_INVALID_IMAGE_DESCRIPTOR)
+        PYCLPERF_CASE(CL_INVALID_COMPILER_OPTIONS)
+        PYCLPERF_CASE(CL_INVALID_LINKER_OPTIONS)
+        PYCLPERF_CASE(CL_INVALID_DEVICE_PARTITION_COUNT)
+#undef PYCLPERF_CASE
+        case -1001:
+            return "CL_PLATFORM_NOT_FOUND_KHR";
+        default:
+            return "CL_UNKNOWN_ERROR(" + std::to_string(code) + ")";
+    }
+}
+
+namespace {
+std::string compose(const std::string& call, int code, const std::string& detail) {
+    std::string msg = call + ": " + error_name(code);
+    if (!detail.empty()) msg += " (" + detail + ")";
+    return msg;
+}
+}  // namespace
+
+ClError::ClError(std::string call, int code, const std::string& detail)
+    : std::runtime_error(compose(call, code, detail)), call_(std::move(call)), code_(code) {}
+
+BuildError::BuildError(int code, std::string log, std::string options)
+    : ClError("clBuildProgram", code,
+              "options: '" + options + "'; build log:\n" + log),
+      log_(std::move(log)),
+      options_(std::move(options)) {}
+
+}  // namespace pyclperf

@@ -1,0 +1,68 @@
+// A kernel of a built program, its arguments and its work-group limits on the device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "buffer.hpp"
+#include "clhpp.hpp"
+#include "program.hpp"
+
+namespace pyclperf {
+
+// Declared form of one kernel parameter (needs -cl-kernel-arg-info, which Program always adds).
+struct ArgInfo {
+    std::string name;
+    std::string type_name;          // "float*", "int", "float4" ...
+    std::string address_qualifier;  // "global", "local", "constant", "private"
+    bool is_pointer() const { return address_qualifier != "private"; }
+};
+
+struct KernelLimits {
+    std::uint64_t work_group_size = 0;            // CL_KERNEL_WORK_GROUP_SIZE
+    std::uint64_t preferred_multiple = 0;         // CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE
+    std::uint64_t local_mem_bytes = 0;            // static __local use
+    std::uint64_t private_mem_bytes = 0;
+    std::vector<std::uint64_t> compile_work_group_size;  // reqd_work_group_size, or zeros
+};
+
+class Kernel {
+public:
+    // InvalidArgument naming the program's kernels when there is no kernel of that name.
+    Kernel(ProgramPtr program, const std::string& name);
+
+    const std::string& name() const noexcept { return name_; }
+    std::size_t num_args() const noexcept { return args_.size(); }
+    const ArgInfo& arg_info(std::size_t index) const;
+    const std::vector<ArgInfo>& args() const noexcept { return args_; }
+    KernelLimits limits() const;
+    const ContextPtr& context() const noexcept { return program_->context(); }
+
+    // Each setter checks the index and the parameter's address space, then sets the argument.
+    void set_buffer(std::size_t index, BufferPtr buffer);
+    void set_scalar(std::size_t index, const void* data, std::size_t size);
+    void set_local(std::size_t index, std::size_t bytes);
+
+    // InvalidArgument naming unset arguments; ReleasedError for a released buffer argument.
+    void check_ready() const;
+    // Pinned buffers among the arguments (launches unmap them around the kernel).
+    std::vector<PinnedBufferPtr> pinned_args() const;
+
+    const cl::Kernel& handle() const noexcept { return kernel_; }
+
+private:
+    void check_index(std::size_t index, const char* kind) const;
+
+    ProgramPtr program_;
+    std::string name_;
+    cl::Kernel kernel_;
+    std::vector<ArgInfo> args_;
+    std::vector<bool> set_;
+    std::vector<BufferPtr> buffers_;  // keeps buffer arguments alive and checkable
+};
+
+using KernelPtr = std::shared_ptr<Kernel>;
+
+}  // namespace pyclperf

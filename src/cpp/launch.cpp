@@ -1,0 +1,125 @@
+#include "launch.hpp"
+
+#include <string>
+
+#include "error.hpp"
+
+namespace pyclperf {
+
+namespace {
+
+std::string dims_text(const std::vector<std::size_t>& v) {
+    std::string out = "(";
+    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+    return out + ")";
+}
+
+cl::NDRange to_cl(const std::vector<std::size_t>& v) {
+    switch (v.size()) {
+        case 1: return cl::NDRange(v[0]);
+        case 2: return cl::NDRange(v[0], v[1]);
+        default: return cl::NDRange(v[0], v[1], v[2]);
+    }
+}
+
+cl::Event enqueue(const Kernel& kernel, const NDRange& range) {
+    cl::Event event;
+    const auto local = range.local.empty() ? cl::NullRange : to_cl(range.local);
+    kernel.context()->queue().enqueueNDRangeKernel(kernel.handle(), cl::NullRange,
+                                                   to_cl(range.global), local, nullptr, &event);
+    return event;
+}
+
+template <class Loop>
+auto guarded(Kernel& kernel, const NDRange& range, Loop&& loop) {
+    validate(kernel, range);
+    kernel.check_ready();
+    std::vector<const Buffer*> pinned;
+    for (const auto& p : kernel.pinned_args()) pinned.push_back(p.get());
+    SuspendedMappings guard(pinned);
+    auto result = loop([&] { return enqueue(kernel, range); });
+    guard.finish();
+    return result;
+}
+
+}  // namespace
+
+void validate(const Kernel& kernel, const NDRange& range) {
+    const auto& info = kernel.context()->info();
+    const auto dims = range.global.size();
+    if (dims < 1 || dims > 3 || dims > info.max_work_item_sizes.size())
+        throw InvalidArgument("global size must have 1 to " +
+                              std::to_string(info.max_work_item_sizes.size()) +
+                              " dimensions, got " + std::to_string(dims));
+    for (auto g : range.global)
+        if (g == 0) throw InvalidArgument("global size " + dims_text(range.global) + " has a zero");
+    if (range.local.empty()) return;
+    if (range.local.size() != dims)
+        throw InvalidArgument("local size " + dims_text(range.local) + " and global size " +
+                              dims_text(range.global) + " differ in dimensions");
+    const auto limits = kernel.limits();
+    std::size_t items = 1;
+    for (std::size_t i = 0; i < dims; ++i) {
+        const auto l = range.local[i];
+        if (l == 0) throw InvalidArgument("local size " + dims_text(range.local) + " has a zero");
+        if (l > info.max_work_item_sizes[i])
+            throw InvalidArgument("local size " + std::to_string(l) + " in dimension " +
+                                  std::to_string(i) + " exceeds the device's limit of " +
+                                  std::to_string(info.max_work_item_sizes[i]) +
+                                  " (CL_DEVICE_MAX_WORK_ITEM_SIZES)");
+        if (range.global[i] % l != 0)
+            throw InvalidArgument("local size " + dims_text(range.local) +
+                                  " does not divide global size " + dims_text(range.global) +
+                                  " in dimension " + std::to_string(i));
+        items *= l;
+    }
+    if (items > info.max_work_group_size)
+        throw InvalidArgument("work-group of " + std::to_string(items) + " items " +
+                              dims_text(range.local) + " exceeds the device's limit of " +
+                              std::to_string(info.max_work_group_size) +
+                              " (CL_DEVICE_MAX_WORK_GROUP_SIZE)");
+    if (items > limits.work_group_size)
+        throw InvalidArgument("work-group of " + std::to_string(items) + " items exceeds kernel '" +
+                              kernel.name() + "''s limit of " +
+                              std::to_string(limits.work_group_size) +
+                              " on this device (CL_KERNEL_WORK_GROUP_SIZE)");
+    const auto& reqd = limits.compile_work_group_size;
+    bool has_reqd = false;
+    for (auto r : reqd) has_reqd = has_reqd || r != 0;
+    if (has_reqd) {
+        for (std::size_t i = 0; i < dims && i < reqd.size(); ++i)
+            if (range.local[i] != reqd[i])
+                throw InvalidArgument("kernel '" + kernel.name() +
+                                      "' requires work-group size " +
+                                      dims_text({reqd.begin(), reqd.begin() + dims}) +
+                                      " (reqd_work_group_size), got " + dims_text(range.local));
+    }
+    if (limits.local_mem_bytes > info.local_mem_bytes)
+        throw InvalidArgument("kernel '" + kernel.name() + "' needs " +
+                              std::to_string(limits.local_mem_bytes) +
+                              " bytes of local memory; the device has " +
+                              std::to_string(info.local_mem_bytes));
+}
+
+void run(Kernel& kernel, const NDRange& range) {
+    guarded(kernel, range, [&](auto op) {
+        op().wait();
+        return 0;
+    });
+}
+
+std::vector<EventTimes> time_kernel_events(Kernel& kernel, const NDRange& range, int warmup,
+                                           int repeats) {
+    const auto& queue = kernel.context()->queue();
+    return guarded(kernel, range,
+                   [&](auto op) { return time_events(queue, Enqueue(op), warmup, repeats); });
+}
+
+std::vector<double> time_kernel_host(Kernel& kernel, const NDRange& range, int warmup,
+                                     int repeats) {
+    const auto& queue = kernel.context()->queue();
+    return guarded(kernel, range,
+                   [&](auto op) { return time_host(queue, Enqueue(op), warmup, repeats); });
+}
+
+}  // namespace pyclperf

@@ -1,0 +1,31 @@
+// NDRange launches of a Kernel: validation before anything is enqueued, plain runs and timed runs.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "kernel.hpp"
+#include "timing.hpp"
+
+namespace pyclperf {
+
+struct NDRange {
+    std::vector<std::size_t> global;
+    std::vector<std::size_t> local;  // empty: the implementation chooses
+};
+
+// InvalidArgument (saying which rule and which numbers) unless the launch can work on this
+// device: 1-3 dimensions, positive sizes, local within the device's and kernel's limits and
+// dividing global exactly, reqd_work_group_size honoured, local memory within the device's.
+void validate(const Kernel& kernel, const NDRange& range);
+
+// Validates, launches once and waits.
+void run(Kernel& kernel, const NDRange& range);
+
+// Validates once, then the timing loops of timing.hpp over launches of this kernel.
+std::vector<EventTimes> time_kernel_events(Kernel& kernel, const NDRange& range, int warmup,
+                                           int repeats);
+std::vector<double> time_kernel_host(Kernel& kernel, const NDRange& range, int warmup,
+                                     int repeats);
+
+}  // namespace pyclperf
