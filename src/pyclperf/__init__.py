@@ -1,1 +1,64 @@
-from . import _core
+"""pyclperf: GPU memory-performance experiments over OpenCL, verified and timed in C++.
+
+Five lines in a notebook::
+
+    import pyclperf
+    ctx = pyclperf.Context()                  # $PYCLPERF_DEVICE, else first GPU, else CPU
+    res = pyclperf.run("offset", ctx)         # verified sweep -> Results
+    res.df                                    # tidy pandas DataFrame
+    pyclperf.plot_bandwidth(res)
+"""
+
+from __future__ import annotations
+
+from . import _icd  # noqa: F401  (must configure the ICD loader before _core loads OpenCL)
+from ._core import (
+    Buffer,
+    BuildError,
+    ClError,
+    DeviceInfo,
+    DeviceMemoryError,
+    InvalidArgumentError,
+    PinnedBuffer,
+    PyclperfError,
+    ReleasedError,
+)
+from .context import Context
+from .devices import default_device, device_summary, list_devices, select_device
+from .experiments import names as experiment_names
+from .experiments import run
+from .plot import plot_bandwidth, save_plot
+from .program import Kernel, LocalMemory, Program
+from .results import Results
+from .sources import kernel_source
+from .stats import bandwidth_gbps, summarize
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Buffer",
+    "BuildError",
+    "ClError",
+    "Context",
+    "DeviceInfo",
+    "DeviceMemoryError",
+    "InvalidArgumentError",
+    "Kernel",
+    "LocalMemory",
+    "PinnedBuffer",
+    "Program",
+    "PyclperfError",
+    "ReleasedError",
+    "Results",
+    "bandwidth_gbps",
+    "default_device",
+    "device_summary",
+    "experiment_names",
+    "kernel_source",
+    "list_devices",
+    "plot_bandwidth",
+    "run",
+    "save_plot",
+    "select_device",
+    "summarize",
+]

@@ -1,0 +1,120 @@
+"""The ``pyclperf`` command: parses arguments, calls the package, prints. Nothing else."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+
+def _human_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    import pyclperf
+
+    devices = pyclperf.list_devices()
+    if not devices:
+        print("no OpenCL device found; install an ICD (e.g. `make deps` installs PoCL)")
+        return 1
+    try:
+        chosen = pyclperf.select_device(None)
+    except pyclperf.InvalidArgumentError as exc:
+        print(f"warning: {exc}", file=sys.stderr)
+        chosen = None
+    for i, d in enumerate(devices):
+        mark = "*" if chosen is not None and (d.platform_index, d.device_index) == (
+            chosen.platform_index, chosen.device_index) else " "
+        print(f"{mark}[{i}] {d.platform_index}:{d.device_index} {d.type:<4} {d.name} "
+              f"({d.platform_name}; {d.compute_units} CUs, {_human_bytes(d.global_mem_bytes)})")
+        if args.details:
+            for key, value in pyclperf.device_summary(d).items():
+                print(f"        {key:<32} {value}")
+    from pyclperf._icd import NOTE
+
+    print(f"(* = default device; ICD: {NOTE})")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    import pyclperf
+    from pyclperf.experiments import run
+
+    ctx = pyclperf.Context(args.device)
+    out_dir = Path(args.out)
+    print(f"{args.experiment} on {ctx.info.name} ({ctx.info.platform_name})", flush=True)
+    results = run(args.experiment, ctx, size=args.size, local_size=args.local_size,
+                  warmup=args.warmup, repeats=args.repeats, method=args.method,
+                  out=out_dir / f"{args.experiment}.jsonl", progress=None)
+    paths = {"csv": results.to_csv(out_dir / f"{args.experiment}.csv")}
+    df = results.df
+    x = results.meta["x"]
+    if "gbps" in df:
+        cols = [c for c in (x, "status", "median_ns", "spread_pct", "gbps") if c in df]
+        print(df[cols].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    if not args.no_plot and "gbps" in df and (df["status"] == "ok").any():
+        paths["png"] = Path(pyclperf.save_plot(results, out_dir / f"{args.experiment}.png"))
+    for kind, p in paths.items():
+        print(f"wrote {p}")
+    print(f"wrote {out_dir / (args.experiment + '.jsonl')}")
+    if results.meta.get("interrupted"):
+        print("interrupted: the finished points are saved", file=sys.stderr)
+        return 130
+    failed = int((df["status"] != "ok").sum()) if "status" in df else len(df)
+    if failed:
+        print(f"{failed} point(s) did not pass: see the 'status' and 'error' columns", file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from pyclperf.experiments import names
+
+    p = argparse.ArgumentParser(prog="pyclperf", description="GPU memory-performance experiments over OpenCL")
+    sub = p.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("devices", help="list OpenCL devices")
+    d.add_argument("--details", action="store_true", help="every property that matters here")
+    d.set_defaults(func=cmd_devices)
+    r = sub.add_parser("run", help="run an experiment, verify it, save CSV/JSONL and a plot")
+    r.add_argument("experiment", choices=names())
+    r.add_argument("--device", default=None,
+                   help="index, 'platform:device', 'gpu'/'cpu' or a name substring "
+                        "(default: $PYCLPERF_DEVICE, else first GPU, else CPU)")
+    r.add_argument("--size", type=int, default=None, help="work-items (default: by device kind)")
+    r.add_argument("--local-size", type=int, default=256, help="work-group size (default 256)")
+    r.add_argument("--warmup", type=int, default=3)
+    r.add_argument("--repeats", type=int, default=20)
+    r.add_argument("--method", choices=("events", "host"), default="events",
+                   help="event profiling (default) or a host clock around enqueue+finish")
+    r.add_argument("--out", default="results", help="output folder (default ./results)")
+    r.add_argument("--no-plot", action="store_true")
+    r.set_defaults(func=cmd_run)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the command line shows a sentence, not a traceback
+        from pyclperf import PyclperfError
+
+        if isinstance(exc, (PyclperfError, ValueError, FileNotFoundError)):
+            print(f"pyclperf: error: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""The Pythonic face of a device context: buffers, pinned arrays and cached programs."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from .devices import DeviceSpec, device_summary, select_device
+from .program import Program
+from .sources import kernel_source
+
+
+class Context(_core.Context):
+    """A device with its OpenCL context and in-order profiling queue.
+
+    ``Context()`` takes $PYCLPERF_DEVICE or else the first GPU, falling back to a CPU device;
+    ``Context("nvidia")``, ``Context(1)`` or ``Context("0:1")`` pick one explicitly.
+    """
+
+    def __init__(self, device: DeviceSpec = None) -> None:
+        info = select_device(device)
+        super().__init__(info.platform_index, info.device_index)
+        self._programs: dict[tuple[Any, ...], Program] = {}
+        self._programs_lock = threading.Lock()
+
+    @property
+    def device(self) -> _core.DeviceInfo:
+        return self.info
+
+    def summary(self) -> dict[str, object]:
+        return device_summary(self.info)
+
+    def __repr__(self) -> str:
+        i = self.info
+        return f"<pyclperf.Context {i.type} '{i.name}' ({i.platform_name})>"
+
+    # --- memory -------------------------------------------------------------------------
+    def buffer(self, nbytes: int) -> _core.Buffer:
+        """Uninitialised device memory of ``nbytes`` bytes."""
+        return _core.Buffer(self, int(nbytes))
+
+    def to_device(self, array: np.ndarray) -> _core.Buffer:
+        """A new device buffer holding a copy of ``array`` (made C-contiguous)."""
+        a = np.ascontiguousarray(array)
+        buf = _core.Buffer(self, a.nbytes)
+        buf.write(a)
+        return buf
+
+    def from_device(self, buffer: _core.Buffer, dtype: Any, shape: Any = None) -> np.ndarray:
+        """A new host array filled from ``buffer``."""
+        dt = np.dtype(dtype)
+        out = np.empty(buffer.nbytes // dt.itemsize if shape is None else shape, dtype=dt)
+        buffer.read(out)
+        return out
+
+    def pinned(self, shape: Any, dtype: Any = np.float32) -> tuple[_core.PinnedBuffer, np.ndarray]:
+        """A pinned (CL_MEM_ALLOC_HOST_PTR) buffer and a zero-copy NumPy view of it."""
+        dt = np.dtype(dtype)
+        shape = (shape,) if np.isscalar(shape) else tuple(shape)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        buf = _core.PinnedBuffer(self, nbytes)
+        return buf, buf.array(dt, shape)
+
+    # --- programs -----------------------------------------------------------------------
+    def program(
+        self,
+        source: str | None = None,
+        *,
+        file: str | os.PathLike[str] | None = None,
+        defines: Mapping[str, Any] | None = None,
+        options: str = "",
+        cache: bool = True,
+    ) -> Program:
+        """Build OpenCL C from a string, a path, or a shipped kernels/ file name.
+
+        ``defines`` become ``-D NAME=VALUE`` options. Identical builds are cached per context, so
+        a sweep compiles each variant once.
+        """
+        if (source is None) == (file is None):
+            raise TypeError("give exactly one of source= or file=")
+        if file is not None:
+            path = os.fspath(file)
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    source = f.read()
+            else:
+                source = kernel_source(path)
+        assert source is not None
+        pairs = tuple((str(k), _define_value(v)) for k, v in sorted((defines or {}).items()))
+        key = (source, pairs, options)
+        if cache:
+            with self._programs_lock:
+                if key in self._programs:
+                    return self._programs[key]
+        built = Program(self, source, list(pairs), options)
+        if cache:
+            with self._programs_lock:
+                self._programs.setdefault(key, built)
+        return built
+
+
+def _define_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, float):
+        return repr(v) + "f" if np.isfinite(v) else str(v)
+    return str(v)

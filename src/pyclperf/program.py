@@ -1,0 +1,136 @@
+"""Programs and kernels with Pythonic argument passing, launching and timing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import _core
+
+# OpenCL C scalar type -> NumPy dtype, for plain Python numbers passed as kernel arguments.
+_SCALAR_TYPES = {
+    "char": np.int8, "uchar": np.uint8, "short": np.int16, "ushort": np.uint16,
+    "int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64,
+    "float": np.float32, "double": np.float64, "half": np.float16,
+    "unsigned char": np.uint8, "unsigned short": np.uint16, "unsigned int": np.uint32,
+    "unsigned long": np.uint64,
+}
+
+
+@dataclass(frozen=True)
+class LocalMemory:
+    """A ``__local`` pointer argument's size in bytes (dynamic local memory)."""
+
+    nbytes: int
+
+
+def _as_size(value: Any, name: str) -> list[int]:
+    dims = [value] if np.isscalar(value) else list(value)
+    out = []
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"{name} must hold integers, got {d!r}")
+        if d < 0:
+            raise _core.InvalidArgumentError(f"{name} {tuple(dims)} has a negative entry")
+        out.append(int(d))
+    return out
+
+
+class Program(_core.Program):
+    """OpenCL C built for one context (see Context.program, which caches builds)."""
+
+    def kernel(self, name: str) -> "Kernel":
+        return Kernel(self, name)
+
+
+class Kernel(_core.Kernel):
+    """A kernel with its arguments; ``set_args`` accepts buffers, numbers and LocalMemory."""
+
+    def set_args(self, *args: Any) -> "Kernel":
+        if len(args) != self.num_args:
+            raise TypeError(
+                f"kernel '{self.name}' takes {self.num_args} argument(s) "
+                f"({', '.join(a.name for a in self.args)}), got {len(args)}"
+            )
+        for i, value in enumerate(args):
+            self.set_arg(i, value)
+        return self
+
+    def set_arg(self, index: int, value: Any) -> None:
+        info = self.args[index] if 0 <= index < self.num_args else None
+        if isinstance(value, _core.Buffer):
+            self.set_buffer(index, value)
+        elif isinstance(value, LocalMemory):
+            self.set_local(index, value.nbytes)
+        elif isinstance(value, np.ndarray) and info is not None and info.is_pointer:
+            raise TypeError(
+                f"argument {index} ('{info.name}') of kernel '{self.name}' is a "
+                f"{info.address_qualifier} pointer: pass a Buffer (ctx.to_device(array)), not an array"
+            )
+        elif isinstance(value, (np.generic, np.ndarray)):
+            self.set_scalar(index, np.ascontiguousarray(value))
+        elif isinstance(value, (bool, int, float)):
+            self.set_scalar(index, self._typed_scalar(index, value))
+        else:
+            raise TypeError(
+                f"argument {index} of kernel '{self.name}': cannot pass {type(value).__name__}; "
+                "use a Buffer, a NumPy scalar, a Python number or LocalMemory(nbytes)"
+            )
+
+    def _typed_scalar(self, index: int, value: Any) -> np.ndarray:
+        info = self.args[index] if 0 <= index < self.num_args else None
+        dtype = _SCALAR_TYPES.get(info.type_name.strip()) if info is not None else None
+        if dtype is None:
+            declared = info.type_name if info is not None else "unknown"
+            raise TypeError(
+                f"argument {index} of kernel '{self.name}' is declared '{declared}': pass a NumPy "
+                "scalar of the right width (e.g. np.int32(5)) instead of a Python number"
+            )
+        info_dtype = np.dtype(dtype)
+        if info_dtype.kind in "iu":
+            limits = np.iinfo(info_dtype)
+            if not float(value).is_integer() or not limits.min <= value <= limits.max:
+                raise _core.InvalidArgumentError(
+                    f"argument {index} ('{info.name}', {info.type_name}) of kernel '{self.name}': "
+                    f"{value!r} does not fit"
+                )
+        return np.array(value, dtype=info_dtype)
+
+    def run(self, global_size: Any, local_size: Any = None) -> None:
+        """Launch once over ``global_size`` work-items and wait."""
+        _core.run(self, _as_size(global_size, "global size"), _local(local_size))
+
+    def time(
+        self,
+        global_size: Any,
+        local_size: Any = None,
+        *,
+        warmup: int = 3,
+        repeats: int = 20,
+        method: str = "events",
+    ) -> np.ndarray:
+        """Per-launch times in ns after ``warmup`` launches; ``method`` is "events" or "host"."""
+        g, l = _as_size(global_size, "global size"), _local(local_size)
+        if method == "events":
+            t = _core.time_events(self, g, l, warmup, repeats)
+            return (t[:, 3] - t[:, 2]).astype(np.float64)
+        if method == "host":
+            return np.asarray(_core.time_host(self, g, l, warmup, repeats), dtype=np.float64)
+        raise _core.InvalidArgumentError(f"timing method must be 'events' or 'host', got {method!r}")
+
+
+def _local(local_size: Any) -> list[int]:
+    return [] if local_size is None else _as_size(local_size, "local size")
+
+
+def ceil_to(n: int, multiple: int) -> int:
+    """n rounded up to a multiple (NDRange helper)."""
+    return -(-n // multiple) * multiple
+
+
+def global_for(items: Sequence[int] | int, local: Sequence[int] | int) -> list[int]:
+    """The smallest global size covering ``items`` that ``local`` divides."""
+    its, loc = _as_size(items, "items"), _as_size(local, "local size")
+    return [ceil_to(i, l) for i, l in zip(its, loc)]

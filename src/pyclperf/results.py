@@ -1,0 +1,139 @@
+"""Results of a sweep: tidy rows (a pandas DataFrame) plus metadata, saved as JSON lines and CSV.
+
+The JSON-lines file is the record: its first line is the metadata, each further line one finished
+point, appended and flushed as the point completes, so an interrupted sweep keeps its points.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+SCHEMA = "pyclperf.results/1"
+
+
+class Results:
+    """Rows and metadata of one experiment run."""
+
+    def __init__(self, meta: dict[str, Any], rows: Iterable[dict[str, Any]] = ()) -> None:
+        self.meta = dict(meta)
+        self.rows: list[dict[str, Any]] = list(rows)
+
+    @property
+    def df(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+    @property
+    def experiment(self) -> str:
+        return str(self.meta.get("experiment", "sweep"))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Results {self.experiment}: {len(self.rows)} rows on "
+            f"'{self.meta.get('device', {}).get('name', '?')}'>"
+        )
+
+    def _repr_html_(self) -> str:
+        return f"<p><b>{self.experiment}</b> on {self.meta.get('device', {}).get('name', '?')}</p>" + (
+            self.df._repr_html_() or ""
+        )
+
+    @property
+    def all_verified(self) -> bool:
+        return bool(self.rows) and all(r.get("status") == "ok" for r in self.rows)
+
+    def to_csv(self, path: str | os.PathLike[str]) -> Path:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        self.df.to_csv(p, index=False)
+        return p
+
+    def to_json(self, path: str | os.PathLike[str]) -> Path:
+        """Write the whole record as JSON lines (metadata first)."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "w", encoding="utf-8") as f:
+            f.write(_line({"record": "meta", "schema": SCHEMA, **self.meta}))
+            for r in self.rows:
+                f.write(_line({"record": "row", **r}))
+        return p
+
+    def save(self, out_dir: str | os.PathLike[str], stem: str | None = None) -> dict[str, Path]:
+        """``<stem>.jsonl`` and ``<stem>.csv`` in ``out_dir``; returns their paths."""
+        stem = stem or self.experiment
+        d = Path(out_dir)
+        return {"jsonl": self.to_json(d / f"{stem}.jsonl"), "csv": self.to_csv(d / f"{stem}.csv")}
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "Results":
+        meta: dict[str, Any] | None = None
+        rows = []
+        with open(path, encoding="utf-8") as f:
+            for number, text in enumerate(f, 1):
+                if not text.strip():
+                    continue
+                try:
+                    record = json.loads(text)
+                except json.JSONDecodeError:
+                    # A line cut by a killed process can only be the last one; keep the rest.
+                    continue
+                kind = record.pop("record", None)
+                if kind == "meta":
+                    schema = record.pop("schema", None)
+                    if schema != SCHEMA:
+                        raise ValueError(f"{path}: unknown results schema {schema!r} (want {SCHEMA})")
+                    meta = record
+                elif kind == "row":
+                    rows.append(record)
+                else:
+                    raise ValueError(f"{path}:{number}: not a pyclperf results line")
+        if meta is None:
+            raise ValueError(f"{path}: no metadata line; not a pyclperf results file")
+        return cls(meta, rows)
+
+
+class ResultsWriter:
+    """Appends rows to a JSON-lines file as they finish (flushed and fsynced each time)."""
+
+    def __init__(self, path: str | os.PathLike[str], meta: dict[str, Any], append: bool = False) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(self.path, "a" if append else "w", encoding="utf-8")
+        if not append:
+            self._write({"record": "meta", "schema": SCHEMA, **meta})
+
+    def _write(self, record: dict[str, Any]) -> None:
+        self._f.write(_line(record))
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def add(self, row: dict[str, Any]) -> None:
+        self._write({"record": "row", **row})
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> "ResultsWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _line(record: dict[str, Any]) -> str:
+    return json.dumps(record, default=_jsonable, allow_nan=True) + "\n"
+
+
+def _jsonable(v: Any) -> Any:
+    if hasattr(v, "item"):
+        return v.item()
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    return str(v)

@@ -1,0 +1,135 @@
+"""The sweep engine: points of a parameter grid -> verified, timed, tidy rows.
+
+Each point is verified (fresh random input, poisoned output, NumPy reference) and then timed;
+it ends with a status, and one failing point never stops the sweep. Rows are appended to the
+results file as they finish, so Ctrl-C (or a crash) keeps every finished point.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from . import _core
+from ._icd import NOTE as ICD_NOTE
+from .results import Results, ResultsWriter
+from .stats import bandwidth_gbps, summarize
+
+# Statuses a point can end with.
+OK = "ok"
+WRONG = "wrong result"
+BUILD_FAILED = "build failed"
+LAUNCH_FAILED = "launch failed"
+INVALID = "invalid"
+SKIPPED = "skipped"
+
+TIMING_METHODS = ("events", "host")
+
+
+def package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"python": platform.python_version(), "numpy": np.__version__}
+    for name in ("pyclperf", "pandas", "matplotlib"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "unknown"
+    return out
+
+
+def base_meta(ctx: Any, **extra: Any) -> dict[str, Any]:
+    """Metadata every results file carries: device, driver, versions, host, time."""
+    info = ctx.info
+    from .devices import device_summary
+
+    return {
+        "device": device_summary(info),
+        "driver": info.driver_version,
+        "platform": info.platform_name,
+        "versions": package_versions(),
+        "host": platform.node(),
+        "icd": ICD_NOTE,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **extra,
+    }
+
+
+def _progress(total: int, enabled: bool | None, desc: str) -> Any:
+    if enabled is None:
+        enabled = total > 3 and sys.stderr.isatty()
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="pt", leave=False)
+
+
+def classify(exc: BaseException) -> str:
+    """The status a point ends with when it raised ``exc``."""
+    if isinstance(exc, _core.BuildError):
+        return BUILD_FAILED
+    if isinstance(exc, (_core.InvalidArgumentError, ValueError)):
+        return INVALID
+    return LAUNCH_FAILED
+
+
+def run_points(
+    points: Iterable[dict[str, Any]],
+    measure: Callable[[dict[str, Any]], dict[str, Any]],
+    *,
+    meta: dict[str, Any],
+    out: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+) -> Results:
+    """Call ``measure(point)`` for each point; collect rows; keep them if interrupted.
+
+    ``measure`` returns the row's measured fields (it may raise: the exception becomes the
+    row's status and error). With ``out`` a JSON-lines file, rows are written as they finish.
+    """
+    points = list(points)
+    results = Results(meta)
+    writer = ResultsWriter(out, meta) if out is not None else None
+    bar = _progress(len(points), progress, str(meta.get("experiment", "sweep")))
+    try:
+        for point in points:
+            row: dict[str, Any] = dict(point)
+            try:
+                row.update(measure(point))
+            except (_core.PyclperfError, ValueError) as exc:
+                row.update(status=classify(exc), error=str(exc))
+            results.rows.append(row)
+            if writer is not None:
+                writer.add(row)
+            if bar is not None:
+                bar.update(1)
+    except KeyboardInterrupt:
+        results.meta["interrupted"] = True
+    finally:
+        if bar is not None:
+            bar.close()
+        if writer is not None:
+            writer.close()
+    return results
+
+
+def timed_row(times_ns: np.ndarray, nbytes: int, method: str) -> dict[str, Any]:
+    """The timing part of a row: statistics, and bandwidth at the median and best time."""
+    s = summarize(times_ns)
+    return {
+        **s,
+        "bytes": int(nbytes),
+        "method": method,
+        "gbps": bandwidth_gbps(nbytes, s["median_ns"]),
+        "gbps_best": bandwidth_gbps(nbytes, s["min_ns"]),
+    }
+
+
+def default_out_path(out_dir: str | os.PathLike[str], experiment: str) -> Path:
+    return Path(out_dir) / f"{experiment}.jsonl"
