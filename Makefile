@@ -1,0 +1,68 @@
+# pyclperf: `make demo` sets everything up on a fresh Debian/Ubuntu machine and runs the main job;
+# `make test` runs the test suite (on PoCL's CPU device where no GPU exists).
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+OUT    ?= results
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# What the build and the CPU OpenCL device need from the distribution.
+DEBS := g++ ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers \
+        pocl-opencl-icd clinfo
+
+BUILD_DEPS := scikit-build-core pybind11 cmake ninja
+SOURCES := $(shell find src kernels -type f -not -path '*/__pycache__/*') CMakeLists.txt pyproject.toml
+
+.PHONY: all deps venv install demo test clean distclean
+
+all: install
+
+# Installs only what is missing; needs root (or sudo) the first time.
+deps:
+	@missing=""; \
+	if command -v dpkg-query >/dev/null 2>&1; then \
+	  for p in $(DEBS); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	  done; \
+	  $(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
+	  $(PYTHON) -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+	    || missing="$$missing python3-dev"; \
+	  if [ -n "$$missing" ]; then \
+	    echo "installing from the distribution:$$missing"; \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  else echo "system packages: all present"; fi; \
+	else echo "not a Debian/Ubuntu system: install an OpenCL ICD loader, headers, OpenCL-CLHPP and an OpenCL driver yourself"; fi
+
+$(VENV)/.deps-stamp: pyproject.toml | deps
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(BUILD_DEPS)
+	$(PY) -m pip install -q "numpy>=1.22" "pandas>=1.5" "matplotlib>=3.5" "tqdm>=4.60" \
+	    "pytest>=7" "nbclient>=0.7" "nbformat>=5" "ipykernel>=6" "hypothesis>=6"
+	touch $@
+
+venv: $(VENV)/.deps-stamp
+
+# Build and install the package into the venv (incremental: CMake's build tree is build/).
+$(VENV)/.install-stamp: $(VENV)/.deps-stamp $(SOURCES)
+	$(PY) -m pip install -q --no-build-isolation --no-deps .
+	touch $@
+
+install: $(VENV)/.install-stamp
+
+demo: install
+	$(VENV)/bin/pyclperf devices
+	$(VENV)/bin/pyclperf run offset --out $(OUT)
+	$(VENV)/bin/pyclperf run stride --out $(OUT)
+	@echo "plots and tables are in $(OUT)/"
+
+test: install
+	$(PY) -m pytest
+
+clean:
+	rm -rf build $(OUT) .pytest_cache
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,89 @@
+"""Device listing and selection, including PYCLPERF_DEVICE and the NVIDIA ICD discovery."""
+
+from types import SimpleNamespace
+
+import pytest
+
+import pyclperf
+from pyclperf import _icd, devices
+
+
+def test_at_least_one_device_listed():
+    devs = pyclperf.list_devices()
+    assert devs, "the test machine must have an OpenCL device (PoCL)"
+    for d in devs:
+        assert d.name and d.max_work_group_size > 0 and d.global_mem_bytes > 0
+        assert len(d.max_work_item_sizes) >= 1
+
+
+def test_select_by_index_pair_type_and_name():
+    devs = pyclperf.list_devices()
+    d = devs[0]
+    assert pyclperf.select_device(0).name == d.name
+    assert pyclperf.select_device("0").name == d.name
+    assert pyclperf.select_device(f"{d.platform_index}:{d.device_index}").name == d.name
+    assert pyclperf.select_device(d.name[:6].upper()).name == d.name
+    kind = "gpu" if d.is_gpu else "cpu"
+    assert kind.upper() in pyclperf.select_device(kind).type
+
+
+def test_default_prefers_gpu_then_cpu():
+    cpu = SimpleNamespace(type="CPU", name="c")
+    gpu = SimpleNamespace(type="GPU", name="g")
+    acc = SimpleNamespace(type="ACCELERATOR", name="a")
+    assert devices.default_device([cpu, gpu]) is gpu
+    assert devices.default_device([acc, cpu]) is cpu
+    assert devices.default_device([acc]) is acc
+
+
+def test_environment_variable_selects(monkeypatch):
+    d = pyclperf.list_devices()[-1]
+    monkeypatch.setenv("PYCLPERF_DEVICE", f"{d.platform_index}:{d.device_index}")
+    chosen = pyclperf.select_device()
+    assert (chosen.platform_index, chosen.device_index) == (d.platform_index, d.device_index)
+
+
+def test_bad_environment_variable_is_named_in_the_error(monkeypatch):
+    monkeypatch.setenv("PYCLPERF_DEVICE", "no-such-device-xyz")
+    with pytest.raises(pyclperf.InvalidArgumentError, match="PYCLPERF_DEVICE 'no-such-device-xyz'"):
+        pyclperf.Context()
+
+
+@pytest.mark.parametrize("spec", [99, "99", "9:9", "nonexistent"])
+def test_unknown_devices_raise_value_errors(spec):
+    with pytest.raises(ValueError, match="matches no OpenCL device; available"):
+        pyclperf.select_device(spec)
+
+
+def test_wrong_spec_type():
+    with pytest.raises(TypeError):
+        pyclperf.select_device(1.5)
+
+
+def test_context_reports_its_device(ctx):
+    assert repr(ctx).startswith("<pyclperf.Context")
+    assert ctx.summary()["name"] == ctx.info.name
+
+
+def test_icd_discovery_adds_an_unregistered_nvidia_driver(tmp_path, monkeypatch):
+    lib = tmp_path / "libnvidia-opencl.so.1"
+    lib.write_text("")
+    monkeypatch.setattr(_icd, "_CANDIDATES", (str(lib),))
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    (vendors / "pocl.icd").write_text("libpocl.so.2\n")
+    env: dict[str, str] = {}
+    note = _icd.configure(env, str(vendors))
+    assert env["OCL_ICD_FILENAMES"] == str(lib) and "added" in note
+
+
+def test_icd_discovery_leaves_registered_or_user_choices_alone(tmp_path):
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    (vendors / "nvidia.icd").write_text("libnvidia-opencl.so.1\n")
+    env: dict[str, str] = {}
+    assert "registered" in _icd.configure(env, str(vendors)) and env == {}
+    env = {"OCL_ICD_FILENAMES": "/x.so"}
+    assert "set by the user" in _icd.configure(env, str(vendors))
+    env = {"PYCLPERF_NO_ICD_DISCOVERY": "1"}
+    assert "disabled" in _icd.configure(env, str(vendors)) and "OCL_ICD_FILENAMES" not in env
