@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Sequence
 
 
-def _human_bytes(n: int) -> str:
+def _human_bytes(nbytes: int) -> str:
+    n = float(nbytes)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -80,23 +80,25 @@ class Kernel(_core.Kernel):
             )
 
     def _typed_scalar(self, index: int, value: Any) -> np.ndarray:
-        info = self.args[index] if 0 <= index < self.num_args else None
-        dtype = _SCALAR_TYPES.get(info.type_name.strip()) if info is not None else None
+        if not 0 <= index < self.num_args:
+            raise _core.InvalidArgumentError(
+                f"argument index {index} out of range: kernel '{self.name}' takes {self.num_args}")
+        info = self.args[index]
+        dtype = _SCALAR_TYPES.get(info.type_name.strip())
         if dtype is None:
-            declared = info.type_name if info is not None else "unknown"
             raise TypeError(
-                f"argument {index} of kernel '{self.name}' is declared '{declared}': pass a NumPy "
-                "scalar of the right width (e.g. np.int32(5)) instead of a Python number"
+                f"argument {index} of kernel '{self.name}' is declared '{info.type_name}': pass a "
+                "NumPy scalar of the right width (e.g. np.int32(5)) instead of a Python number"
             )
-        info_dtype = np.dtype(dtype)
-        if info_dtype.kind in "iu":
-            limits = np.iinfo(info_dtype)
+        dt = np.dtype(dtype)
+        if dt.kind in "iu":
+            limits = np.iinfo(dt)  # type: ignore[type-var]
             if not float(value).is_integer() or not limits.min <= value <= limits.max:
                 raise _core.InvalidArgumentError(
                     f"argument {index} ('{info.name}', {info.type_name}) of kernel '{self.name}': "
                     f"{value!r} does not fit"
                 )
-        return np.array(value, dtype=info_dtype)
+        return np.array(value, dtype=dt)
 
     def run(self, global_size: Any, local_size: Any = None) -> None:
         """Launch once over ``global_size`` work-items and wait."""

@@ -1,0 +1,325 @@
+# Type stubs of the extension module (generated with pybind11-stubgen, then corrected by hand:
+# the generator mistook the core's Buffer for typing_extensions.Buffer). Regenerate after
+# changing a binding.
+"""
+pyclperf's C++ core over OpenCL (private: use the pyclperf package)
+"""
+from __future__ import annotations
+import collections.abc
+import numpy
+import numpy.typing
+import typing
+import typing_extensions
+__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceMemoryError', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'compose_options', 'error_name', 'list_devices', 'run', 'time_events', 'time_host', 'validate_launch']
+class PyclperfError(Exception):
+    """
+    Base of every error pyclperf raises.
+    """
+class ClError(PyclperfError, RuntimeError):
+    """
+    An OpenCL call failed; .call, .code and .name say which and how.
+    """
+class BuildError(ClError):
+    """
+    A program failed to build; .log holds the device's build log and .options the options used.
+    """
+class DeviceMemoryError(ClError, MemoryError):
+    """
+    The device or host ran out of memory or resources.
+    """
+class InvalidArgumentError(PyclperfError, ValueError):
+    """
+    A request that cannot work, refused before anything ran.
+    """
+class ReleasedError(PyclperfError, RuntimeError):
+    """
+    An object was used after release(), or a mapping after unmap().
+    """
+class DeviceInfo:
+    """
+    Properties of one OpenCL device (a snapshot).
+    """
+    def __repr__(self) -> str:
+        ...
+    def has_extension(self, name: str) -> bool:
+        ...
+    @property
+    def address_bits(self) -> int:
+        ...
+    @property
+    def compute_units(self) -> int:
+        ...
+    @property
+    def constant_mem_bytes(self) -> int:
+        ...
+    @property
+    def device_index(self) -> int:
+        ...
+    @property
+    def driver_version(self) -> str:
+        ...
+    @property
+    def extensions(self) -> str:
+        ...
+    @property
+    def global_mem_bytes(self) -> int:
+        ...
+    @property
+    def global_mem_cache_bytes(self) -> int:
+        ...
+    @property
+    def global_mem_cacheline_bytes(self) -> int:
+        ...
+    @property
+    def host_unified_memory(self) -> bool:
+        ...
+    @property
+    def image_support(self) -> bool:
+        ...
+    @property
+    def is_gpu(self) -> bool:
+        ...
+    @property
+    def local_mem_bytes(self) -> int:
+        ...
+    @property
+    def local_mem_is_dedicated(self) -> bool:
+        ...
+    @property
+    def max_alloc_bytes(self) -> int:
+        ...
+    @property
+    def max_clock_mhz(self) -> int:
+        ...
+    @property
+    def max_work_group_size(self) -> int:
+        ...
+    @property
+    def max_work_item_sizes(self) -> list[int]:
+        ...
+    @property
+    def mem_base_addr_align_bits(self) -> int:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def nv_compute_capability_major(self) -> int:
+        ...
+    @property
+    def nv_compute_capability_minor(self) -> int:
+        ...
+    @property
+    def nv_registers_per_block(self) -> int:
+        ...
+    @property
+    def nv_warp_size(self) -> int:
+        ...
+    @property
+    def opencl_c_version(self) -> str:
+        ...
+    @property
+    def platform_index(self) -> int:
+        ...
+    @property
+    def platform_name(self) -> str:
+        ...
+    @property
+    def platform_version(self) -> str:
+        ...
+    @property
+    def profiling_timer_resolution_ns(self) -> int:
+        ...
+    @property
+    def type(self) -> str:
+        ...
+    @property
+    def vendor(self) -> str:
+        ...
+    @property
+    def version(self) -> str:
+        ...
+class Context:
+    """
+    A device with its context and in-order profiling queue.
+    """
+    def __init__(self, platform_index: typing.SupportsInt | typing.SupportsIndex, device_index: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def finish(self) -> None:
+        """
+        Wait until everything enqueued has completed.
+        """
+    @property
+    def info(self) -> DeviceInfo:
+        ...
+class Buffer:
+    """
+    Device memory (CL_MEM_READ_WRITE).
+    """
+    def __init__(self, context: Context, nbytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def copy_from(self, src: Buffer, nbytes: typing.SupportsInt | typing.SupportsIndex, src_offset: typing.SupportsInt | typing.SupportsIndex = 0, dst_offset: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+        ...
+    def fill(self, pattern: numpy.ndarray) -> None:
+        """
+        Repeat a 1..128-byte pattern (power of two) over the buffer.
+        """
+    def read(self, dst: numpy.ndarray, offset: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+        """
+        Fill a contiguous writable array from the buffer at byte `offset` (blocking).
+        """
+    def release(self) -> None:
+        """
+        Give the memory back now; later use raises.
+        """
+    def write(self, src: numpy.ndarray, offset: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+        """
+        Copy a contiguous array's bytes into the buffer at byte `offset` (blocking).
+        """
+    @property
+    def context(self) -> Context:
+        ...
+    @property
+    def nbytes(self) -> int:
+        ...
+    @property
+    def released(self) -> bool:
+        ...
+class PinnedBuffer(Buffer):
+    """
+    Host memory the device can reach directly (CL_MEM_ALLOC_HOST_PTR), kept mapped.
+    """
+    def __init__(self, context: Context, nbytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def array(self, dtype: typing.Any = 'uint8', shape: typing.Any = None) -> numpy.ndarray:
+        """
+        A zero-copy NumPy view of the mapping; it keeps the buffer and mapping alive.
+        """
+    def map(self, writable: bool = True) -> None:
+        ...
+    def unmap(self) -> None:
+        ...
+    @property
+    def mapped(self) -> bool:
+        ...
+    @property
+    def views(self) -> int:
+        """
+        How many NumPy views of the mapping are alive.
+        """
+    @property
+    def writable(self) -> bool:
+        ...
+class Program:
+    """
+    OpenCL C source built for one context.
+    """
+    def __init__(self, context: Context, source: str, defines: collections.abc.Sequence[tuple[str, str]] = [], options: str = '') -> None:
+        ...
+    @property
+    def build_log(self) -> str:
+        ...
+    @property
+    def context(self) -> Context:
+        ...
+    @property
+    def kernel_names(self) -> list[str]:
+        ...
+    @property
+    def options(self) -> str:
+        ...
+class ArgInfo:
+    """
+    A kernel parameter as declared in the source.
+    """
+    def __repr__(self) -> str:
+        ...
+    @property
+    def address_qualifier(self) -> str:
+        ...
+    @property
+    def is_pointer(self) -> bool:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def type_name(self) -> str:
+        ...
+class KernelLimits:
+    """
+    A kernel's work-group limits on its device.
+    """
+    @property
+    def compile_work_group_size(self) -> list[int]:
+        ...
+    @property
+    def local_mem_bytes(self) -> int:
+        ...
+    @property
+    def preferred_multiple(self) -> int:
+        ...
+    @property
+    def private_mem_bytes(self) -> int:
+        ...
+    @property
+    def work_group_size(self) -> int:
+        ...
+class Kernel:
+    """
+    One kernel of a Program, with its arguments.
+    """
+    def __init__(self, program: Program, name: str) -> None:
+        ...
+    def check_ready(self) -> None:
+        ...
+    def limits(self) -> KernelLimits:
+        ...
+    def set_buffer(self, index: typing.SupportsInt | typing.SupportsIndex, buffer: Buffer) -> None:
+        ...
+    def set_local(self, index: typing.SupportsInt | typing.SupportsIndex, nbytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def set_scalar(self, index: typing.SupportsInt | typing.SupportsIndex, value: typing_extensions.Buffer | numpy.generic | numpy.ndarray) -> None:
+        """
+        Set a by-value argument from a NumPy scalar or packed array (its raw bytes).
+        """
+    @property
+    def args(self) -> list[ArgInfo]:
+        ...
+    @property
+    def context(self) -> Context:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def num_args(self) -> int:
+        ...
+def compose_options(defines: collections.abc.Sequence[tuple[str, str]], options: str) -> str:
+    """
+    The option string a Program passes to clBuildProgram.
+    """
+def error_name(code: typing.SupportsInt | typing.SupportsIndex) -> str:
+    """
+    The CL_* name of an OpenCL status code.
+    """
+def list_devices() -> list[DeviceInfo]:
+    """
+    Every device of every OpenCL platform; empty when no platform is installed.
+    """
+def run(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+    """
+    Launch once and wait.
+    """
+def time_events(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], warmup: typing.SupportsInt | typing.SupportsIndex, repeats: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.uint64]:
+    """
+    Warm up, then time `repeats` launches by event profiling: (repeats, 4) uint64 array of queued, submit, start, end in ns.
+    """
+def time_host(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], warmup: typing.SupportsInt | typing.SupportsIndex, repeats: typing.SupportsInt | typing.SupportsIndex) -> list[float]:
+    """
+    Warm up, then time `repeats` launches each by a host steady clock around enqueue and finish: list of ns.
+    """
+def validate_launch(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+    """
+    Raise InvalidArgumentError if this launch cannot work on the kernel's device.
+    """
