@@ -41,4 +41,4 @@ def test_missing_kernel_file_names_the_available_ones():
 
 def test_compose_options_puts_defines_first():
     opts = _core.compose_options([("TILE", "16"), ("FAST", "")], "-cl-mad-enable")
-    assert opts == "-D TILE=16 -D FAST -cl-kernel-arg-info -cl-mad-enable"
+    assert opts == "-D TILE=16 -D FAST= -cl-kernel-arg-info -cl-mad-enable"

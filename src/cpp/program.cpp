@@ -37,9 +37,9 @@ std::string compose_options(const Defines& defines, const std::string& options) 
         if (value.find_first_of(" \t\n\"'") != std::string::npos)
             throw InvalidArgument("define " + name + " has a value with spaces or quotes: '" +
                                   value + "'");
-        out << "-D " << name;
-        if (!value.empty()) out << '=' << value;
-        out << ' ';
+        // Always NAME=VALUE: an empty value defines an empty macro, as the caller asked, where a
+        // bare -D NAME would define it as 1.
+        out << "-D " << name << '=' << value << ' ';
     }
     // Argument metadata lets the bindings name an argument's declared type in error messages.
     out << "-cl-kernel-arg-info";

@@ -63,7 +63,8 @@ def base_meta(ctx: Any, **extra: Any) -> dict[str, Any]:
 
 def _progress(total: int, enabled: bool | None, desc: str) -> Any:
     if enabled is None:
-        enabled = total > 3 and sys.stderr.isatty()
+        # A terminal or a notebook: a bar helps on anything longer than a few points.
+        enabled = total > 3 and (sys.stderr.isatty() or "ipykernel" in sys.modules)
     if not enabled:
         return None
     from tqdm import tqdm
@@ -87,6 +88,7 @@ def run_points(
     meta: dict[str, Any],
     out: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
+    append: bool = False,
 ) -> Results:
     """Call ``measure(point)`` for each point; collect rows; keep them if interrupted.
 
@@ -95,7 +97,7 @@ def run_points(
     """
     points = list(points)
     results = Results(meta)
-    writer = ResultsWriter(out, meta) if out is not None else None
+    writer = ResultsWriter(out, meta, append=append) if out is not None else None
     bar = _progress(len(points), progress, str(meta.get("experiment", "sweep")))
     try:
         for point in points:
