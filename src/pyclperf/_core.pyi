@@ -19,10 +19,15 @@ class ClError(PyclperfError, RuntimeError):
     """
     An OpenCL call failed; .call, .code and .name say which and how.
     """
+    call: str
+    code: int
+    name: str
 class BuildError(ClError):
     """
     A program failed to build; .log holds the device's build log and .options the options used.
     """
+    log: str
+    options: str
 class DeviceMemoryError(ClError, MemoryError):
     """
     The device or host ran out of memory or resources.

@@ -66,6 +66,14 @@ class KernelSpec:
         return g, local
 
 
+def _problem_size(problem_size: int | Sequence[int]) -> tuple[int, ...]:
+    dims = [problem_size] if isinstance(problem_size, (int, np.integer)) else list(problem_size)
+    size = tuple(int(p) for p in dims)
+    if not 1 <= len(size) <= 3 or min(size) <= 0:
+        raise _core.InvalidArgumentError(f"problem size must be 1-3 positive integers, got {problem_size!r}")
+    return size
+
+
 def _load_source(source: str | os.PathLike[str]) -> str:
     text = os.fspath(source)
     if "\n" not in text and text.endswith(".cl") and Path(text).is_file():
@@ -181,8 +189,9 @@ def time_adaptively(kernel: Kernel, g: list[int], local: list[int] | None, *, wa
     so the restoring copy never enters a figure.
     """
     # A probe of min_repeats launches sizes the real run; one launch alone is too noisy.
+    probe: list[float]
     if reset is None:
-        probe = kernel.time(g, local, warmup=warmup, repeats=min_repeats)
+        probe = list(kernel.time(g, local, warmup=warmup, repeats=min_repeats))
     else:
         for _ in range(warmup):
             reset()
@@ -190,7 +199,7 @@ def time_adaptively(kernel: Kernel, g: list[int], local: list[int] | None, *, wa
         probe = []
         for _ in range(min_repeats):
             reset()
-            probe.append(kernel.time(g, local, warmup=0, repeats=1)[0])
+            probe.append(float(kernel.time(g, local, warmup=0, repeats=1)[0]))
     per = max(float(np.median(probe)), 1.0)
     n = int(min(max_repeats, max(min_repeats, math.ceil(min_time_s * 1e9 / per))))
     if reset is None:
@@ -287,9 +296,7 @@ def tune(
     from .context import Context
 
     ctx = Context() if ctx is None else ctx
-    size = (int(problem_size),) if np.isscalar(problem_size) else tuple(int(p) for p in problem_size)
-    if not 1 <= len(size) <= 3 or min(size) <= 0:
-        raise _core.InvalidArgumentError(f"problem size must be 1-3 positive integers, got {problem_size!r}")
+    size = _problem_size(problem_size)
     spec = KernelSpec(_load_source(source), kernel_name, size, list(args), options, global_size, pinned)
     if answer is not None and reference is not None:
         raise TypeError("give answer= or reference=, not both")
@@ -390,7 +397,7 @@ def run_kernel(
     from .context import Context
 
     ctx = Context() if ctx is None else ctx
-    size = (int(problem_size),) if np.isscalar(problem_size) else tuple(int(p) for p in problem_size)
+    size = _problem_size(problem_size)
     spec = KernelSpec(_load_source(source), kernel_name, size, list(args), options, global_size)
     config = dict(params or {})
     bound = _Bound(ctx, spec)
