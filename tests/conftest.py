@@ -1,10 +1,8 @@
-"""Device fixtures. PYCLPERF_TEST_DEVICES picks the devices the suite runs on: unset means the
-default device, "all" every device, otherwise a comma-separated list of device specs (index,
-"platform:device", "gpu"/"cpu" or a name substring)."""
+"""Fixtures of the project's own tests, on top of the pyclperf pytest plugin (pyclperf.testing).
+PYCLPERF_TEST_DEVICES picks the devices: unset means the default device, "all" every device,
+otherwise a comma-separated list of device specs."""
 
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
@@ -12,28 +10,11 @@ import pytest
 import pyclperf
 
 
-def _test_devices() -> list[pyclperf.DeviceInfo]:
-    wanted = os.environ.get("PYCLPERF_TEST_DEVICES", "").strip()
-    if not wanted:
-        return [pyclperf.select_device(None)]
-    if wanted == "all":
-        return pyclperf.list_devices()
-    return [pyclperf.select_device(spec) for spec in wanted.split(",")]
-
-
-_DEVICES = _test_devices()
-_CONTEXTS: dict[tuple[int, int], pyclperf.Context] = {}
-
-
-@pytest.fixture(scope="session", params=_DEVICES, ids=lambda d: f"{d.platform_index}:{d.device_index}")
-def ctx(request: pytest.FixtureRequest) -> pyclperf.Context:
-    """One context per device for the whole session, so each program is built once (PoCL runs
-    LLVM on first build)."""
-    d = request.param
-    key = (d.platform_index, d.device_index)
-    if key not in _CONTEXTS:
-        _CONTEXTS[key] = pyclperf.Context(d)
-    return _CONTEXTS[key]
+@pytest.fixture(scope="session")
+def ctx(cl_ctx: pyclperf.Context) -> pyclperf.Context:
+    """The device under test: pyclperf's own pytest plugin (pyclperf.testing) parametrises
+    ``cl_ctx`` over the devices PYCLPERF_TEST_DEVICES selects, one context each per session."""
+    return cl_ctx
 
 
 @pytest.fixture

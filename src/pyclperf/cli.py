@@ -76,6 +76,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    from pyclperf.report import write_report
+
+    print(f"wrote {write_report(args.results, args.out)}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from pyclperf.report import compare
+    from pyclperf.results import Results
+
+    table = compare(Results.load(args.a), Results.load(args.b), metric=args.metric)
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        print(f"wrote {args.csv}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from pyclperf.experiments import names
 
@@ -98,6 +118,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="results", help="output folder (default ./results)")
     r.add_argument("--no-plot", action="store_true")
     r.set_defaults(func=cmd_run)
+    rep = sub.add_parser("report", help="one self-contained HTML page from results files")
+    rep.add_argument("results", nargs="+", help="results files (.jsonl)")
+    rep.add_argument("--out", default="report", help="output folder (default ./report)")
+    rep.set_defaults(func=cmd_report)
+    cmp_ = sub.add_parser("compare", help="two results files of one experiment side by side")
+    cmp_.add_argument("a")
+    cmp_.add_argument("b")
+    cmp_.add_argument("--metric", default=None, help="column to compare (default gbps, else median_ns)")
+    cmp_.add_argument("--csv", default=None, help="also write the table as CSV")
+    cmp_.set_defaults(func=cmd_compare)
     return p
 
 
