@@ -9,11 +9,14 @@ from ..results import Results
 from .base import Experiment, Sweep, run_experiment
 from .batching import Batching
 from .coalescing import OffsetCopy, StrideCopy
+from .peak_bandwidth import PeakExperiment
+from .timers import Timers
 from .transfer import Transfer
+from .vector import VectorWidth
 
 REGISTRY: dict[str, type[Sweep]] = {
     cls.id: cls
-    for cls in (OffsetCopy, StrideCopy, Transfer, Batching)
+    for cls in (OffsetCopy, StrideCopy, Transfer, Batching, Timers, PeakExperiment, VectorWidth)
 }
 
 
