@@ -56,22 +56,20 @@ cl_map_flags write_map_flags(const DeviceInfo& info) {
     return (major > 1 || minor >= 2) ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_WRITE;
 }
 
+// Non-blocking enqueueWriteBuffer / enqueueReadBuffer: the call returns at once and the batch's
+// commands queue up back to back, as an application overlapping its transfers would issue them.
 EnqueuePiece direct_piece(const HostTransfer& t, const Buffer& device, const HostMemory& host) {
     const auto& queue = device.context()->queue();
     char* base = static_cast<char*>(host.data());
-    if (t.direction == Direction::HostToDevice)
-        return [&queue, &device, base](std::size_t off, std::size_t len, cl::Event* first,
-                                       cl::Event* last) {
-            cl::Event e;
-            queue.enqueueWriteBuffer(device.handle(), CL_FALSE, off, len, base + off, nullptr,
-                                     (first || last) ? &e : nullptr);
-            keep_event(e, first, last);
-        };
-    return [&queue, &device, base](std::size_t off, std::size_t len, cl::Event* first,
-                                   cl::Event* last) {
+    const bool to_device = t.direction == Direction::HostToDevice;
+    return [&queue, &device, base, to_device](std::size_t off, std::size_t len, cl::Event* first,
+                                              cl::Event* last) {
         cl::Event e;
-        queue.enqueueReadBuffer(device.handle(), CL_FALSE, off, len, base + off, nullptr,
-                                (first || last) ? &e : nullptr);
+        cl::Event* wanted = (first || last) ? &e : nullptr;
+        if (to_device)
+            queue.enqueueWriteBuffer(device.handle(), CL_FALSE, off, len, base + off, nullptr, wanted);
+        else
+            queue.enqueueReadBuffer(device.handle(), CL_FALSE, off, len, base + off, nullptr, wanted);
         keep_event(e, first, last);
     };
 }

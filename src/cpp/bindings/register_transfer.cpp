@@ -41,7 +41,7 @@ std::unique_ptr<HostMemory> host_memory(const py::object& host, bool writable) {
         return std::make_unique<HostMemory>(host.cast<PinnedBufferPtr>());
     if (!py::isinstance<py::array>(host))
         throw InvalidArgument("host memory must be a NumPy array (pageable) or a PinnedBuffer, "
-                              "got " + std::string(py::str(host.get_type().attr("__name__"))));
+                              "got " + std::string(py::str(py::type::handle_of(host).attr("__name__"))));
     const auto info = contiguous(host.cast<py::array>(), writable);
     return std::make_unique<HostMemory>(info.ptr,
                                         static_cast<std::size_t>(info.size * info.itemsize),

@@ -36,14 +36,25 @@ class Sweep(ABC):
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
 
+    # The constructor arguments that pyclperf.run's generic knobs fill (the CLI's --size and
+    # --local-size): what "size" and "values" mean is the experiment's to say. None: no such knob.
+    size_arg: str | None = "items"
+    values_arg: str | None = "values"
+    local_size_arg: str | None = "local_size"
+
     @classmethod
     def configure(cls, ctx: Any, *, size: int | None = None, local_size: int = 256,
                   values: list[int] | None = None, **options: Any) -> "Sweep":
-        """Build from the generic knobs of ``pyclperf.run`` (and the CLI): ``size`` and ``values``
-        mean what the experiment says (work-items and swept values for a kernel sweep)."""
-        kwargs: dict[str, Any] = {"items": size, "local_size": local_size, **options}
-        if values is not None:
-            kwargs["values"] = values
+        """Build from the generic knobs of ``pyclperf.run``; ``options`` go to the constructor."""
+        kwargs = dict(options)
+        for knob, arg, value in (("size", cls.size_arg, size), ("values", cls.values_arg, values)):
+            if value is None:
+                continue
+            if arg is None:
+                raise _core.InvalidArgumentError(f"experiment {cls.id!r} takes no {knob}")
+            kwargs[arg] = value
+        if cls.local_size_arg is not None:
+            kwargs[cls.local_size_arg] = local_size
         return cls(ctx, **kwargs)
 
     @abstractmethod

@@ -22,6 +22,7 @@ class Batching(Sweep):
     x_label = "transfers in the batch (same total bytes)"
     guide = "Guide 3.1"
     plot = {"kind": "modes", "group": "mode", "logx": True, "logy": False}
+    size_arg, values_arg, local_size_arg = "total_bytes", "pieces", None
 
     def __init__(self, ctx: Any, total_bytes: int | None = None,
                  pieces: Sequence[int] | None = None,
@@ -39,12 +40,6 @@ class Batching(Sweep):
         if any(m.direction == "d2d" for m in self.modes):
             raise _core.InvalidArgumentError(f"{self.id}: only host transfers are batched, not d2d")
         self.rig = TransferRig(ctx, self.total, self.modes)
-
-    @classmethod
-    def configure(cls, ctx: Any, *, size: int | None = None, local_size: int = 256,
-                  values: list[int] | None = None, **options: Any) -> "Batching":
-        """``size``: the total bytes of each batch; ``values``: the numbers of pieces."""
-        return cls(ctx, total_bytes=size, pieces=values, **options)
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "total_bytes": self.total, "modes": [m.name for m in self.modes]}

@@ -24,12 +24,8 @@ class PeakExperiment(Sweep):
     x_label = "ceiling"
     guide = "Guide 2.2.1; GPU.md (PCIe)"
     plot = None
-
-    @classmethod
-    def configure(cls, ctx: Any, *, size: int | None = None, local_size: int = 256,
-                  values: list[int] | None = None, **options: Any) -> "PeakExperiment":
-        """Takes no knobs: the user's figures reach it through the engine's ``peak``."""
-        return cls(ctx, **options)
+    # No knobs: the user's figures reach it through the engine's ``peak``.
+    size_arg = values_arg = local_size_arg = None
 
     def points(self) -> list[dict[str, Any]]:
         return [{"ceiling": kind, "formula": formula} for kind, formula in CEILINGS.items()]

@@ -26,14 +26,19 @@ class Timers(Sweep):
     guide = "Guide 2.1.1, 2.1.2"
     plot = {"kind": "columns", "columns": {"median_ns": "events (device)", "host_median_ns": "host clock"},
             "ylabel": "median time (ns)", "logx": True, "logy": True}
+    size_arg, values_arg = "max_items", "sizes"
 
-    def __init__(self, ctx: Any, sizes: Sequence[int] | None = None, local_size: int = 256) -> None:
+    def __init__(self, ctx: Any, sizes: Sequence[int] | None = None, local_size: int = 256,
+                 max_items: int | None = None) -> None:
+        """``sizes``: work-items per point; by default powers of 16 up to ``max_items`` (itself
+        included), or up to 64 Mi items on a GPU and 1 Mi on a CPU, within the device's memory."""
         super().__init__(ctx)
         self.local_size = int(local_size)
         if sizes is None:
-            sizes = [1 << 14, 1 << 18, 1 << 22, 1 << 26] if ctx.info.is_gpu else [1 << 12, 1 << 16, 1 << 20]
-            sizes = [s for s in sizes if 2 * s * FLOAT <= ctx.info.global_mem_bytes // 2
-                     and s * FLOAT <= ctx.info.max_alloc_bytes]
+            top = max_items if max_items is not None else (1 << 26 if ctx.info.is_gpu else 1 << 20)
+            fits = min(ctx.info.global_mem_bytes // 4, ctx.info.max_alloc_bytes) // FLOAT
+            sizes = sorted({s for s in (1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 26) if s < top} | {top})
+            sizes = [s for s in sizes if s <= fits]
         self.sizes = [int(s) for s in sizes]
         for s in self.sizes:
             if s <= 0 or s % self.local_size:
@@ -42,13 +47,6 @@ class Timers(Sweep):
                     f"{self.local_size}")
         self.kernel = ctx.program(file="copy.cl").kernel("offset_copy")
         self.rng = np.random.default_rng()
-
-    @classmethod
-    def configure(cls, ctx: Any, *, size: int | None = None, local_size: int = 256,
-                  values: list[int] | None = None, **options: Any) -> "Timers":
-        """``values`` (or ``size`` alone): the numbers of work-items."""
-        sizes = values if values is not None else ([size] if size is not None else None)
-        return cls(ctx, sizes=sizes, local_size=local_size, **options)
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "local_size": self.local_size,

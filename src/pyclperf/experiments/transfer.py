@@ -47,6 +47,7 @@ class Transfer(Sweep):
     x_label = "transfer size (bytes)"
     guide = "Guide 3.1, 3.1.1; Reverse (oclBandwidthTest)"
     plot = {"kind": "modes", "group": "mode", "logx": True, "logy": True}
+    size_arg, values_arg, local_size_arg = "max_bytes", "sizes", None  # bytes
 
     def __init__(self, ctx: Any, sizes: Sequence[int] | None = None,
                  modes: Sequence[str | Mode] | None = None, max_bytes: int | None = None) -> None:
@@ -61,12 +62,6 @@ class Transfer(Sweep):
             raise _core.InvalidArgumentError(f"{self.id}: sizes must be positive, got {self.sizes}")
         self.modes = [Mode.parse(m) for m in (modes or ALL_MODES)]
         self.rig = TransferRig(ctx, max(self.sizes), self.modes)
-
-    @classmethod
-    def configure(cls, ctx: Any, *, size: int | None = None, local_size: int = 256,
-                  values: list[int] | None = None, **options: Any) -> "Transfer":
-        """``size``: the largest transfer in bytes; ``values``: the sizes themselves."""
-        return cls(ctx, sizes=values, max_bytes=size, **options)
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "sizes": self.sizes, "modes": [m.name for m in self.modes]}

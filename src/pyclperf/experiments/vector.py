@@ -62,6 +62,7 @@ class VectorWidth(Sweep):
     x_label = "variant"
     guide = "Reverse (byte-reverse kernels); Guide 3.2.1"
     plot = {"kind": "bars", "label": "variant"}
+    size_arg, values_arg = "nbytes", None  # bytes per buffer
 
     def __init__(self, ctx: Any, nbytes: int | None = None, local_size: int = 256,
                  variants: Sequence[str] | None = None) -> None:
@@ -87,12 +88,6 @@ class VectorWidth(Sweep):
         self.src = ctx.buffer(self.nbytes)
         self.dst = ctx.buffer(self.nbytes)
         self.rng = np.random.default_rng()
-
-    @classmethod
-    def configure(cls, ctx: Any, *, size: int | None = None, local_size: int = 256,
-                  values: list[int] | None = None, **options: Any) -> "VectorWidth":
-        """``size``: bytes per buffer."""
-        return cls(ctx, nbytes=size, local_size=local_size, **options)
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "nbytes": self.nbytes, "local_size": self.local_size}
