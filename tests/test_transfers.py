@@ -359,6 +359,15 @@ def test_timers_put_both_clocks_side_by_side(ctx):
     assert res.meta["profiling_timer_resolution_ns"] == ctx.info.profiling_timer_resolution_ns
     with pytest.raises(pyclperf.InvalidArgumentError, match="multiple of the work-group"):
         pyclperf.run("timers", ctx, values=[1000], local_size=64)
+    largest = pyclperf.experiments.get("timers").configure(ctx, size=1 << 16)
+    assert largest.sizes == [1 << 10, 1 << 14, 1 << 16]
+
+
+def test_an_experiment_refuses_knobs_it_lacks(ctx):
+    with pytest.raises(pyclperf.InvalidArgumentError, match="'peak' takes no size"):
+        pyclperf.run("peak", ctx, size=5)
+    with pytest.raises(pyclperf.InvalidArgumentError, match="'vector' takes no values"):
+        pyclperf.run("vector", ctx, values=[1])
 
 
 # --- CLI and plots ---------------------------------------------------------------------------
