@@ -14,9 +14,16 @@ void check_counts(int warmup, int repeats) {
     if (repeats < 1) throw InvalidArgument("repeats must be >= 1, got " + std::to_string(repeats));
 }
 
-void warm_up(const cl::CommandQueue& queue, const Enqueue& op, int warmup) {
+template <class Op>
+void warm_up(const cl::CommandQueue& queue, const Op& op, int warmup) {
     for (int i = 0; i < warmup; ++i) op();
     queue.finish();
+}
+
+// A failed command reports a negative status; its timestamps would be meaningless.
+void check_completed(const cl::Event& e) {
+    const auto status = e.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
+    if (status < 0) throw ClError("timed command", status);
 }
 
 }  // namespace
@@ -30,21 +37,50 @@ EventTimes event_times(const cl::Event& e) {
     return t;
 }
 
-std::vector<EventTimes> time_events(const cl::CommandQueue& queue, const Enqueue& op, int warmup,
-                                    int repeats) {
+std::vector<EventTimes> time_event_spans(const cl::CommandQueue& queue, const EnqueueSpan& op,
+                                         int warmup, int repeats) {
     check_counts(warmup, repeats);
     warm_up(queue, op, warmup);
-    std::vector<cl::Event> events;
-    events.reserve(static_cast<std::size_t>(repeats));
-    for (int i = 0; i < repeats; ++i) events.push_back(op());
+    std::vector<EventSpan> spans;
+    spans.reserve(static_cast<std::size_t>(repeats));
+    for (int i = 0; i < repeats; ++i) spans.push_back(op());
     queue.finish();
     std::vector<EventTimes> out;
-    out.reserve(events.size());
-    for (const auto& e : events) {
-        // A failed command reports a negative status; its timestamps would be meaningless.
-        const auto status = e.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
-        if (status < 0) throw ClError("timed command", status);
-        out.push_back(event_times(e));
+    out.reserve(spans.size());
+    for (const auto& s : spans) {
+        check_completed(s.first);
+        check_completed(s.last);
+        auto t = event_times(s.first);
+        t.end = s.last.getProfilingInfo<CL_PROFILING_COMMAND_END>();
+        out.push_back(t);
+    }
+    return out;
+}
+
+std::vector<EventTimes> time_events(const cl::CommandQueue& queue, const Enqueue& op, int warmup,
+                                    int repeats) {
+    return time_event_spans(
+        queue,
+        [&] {
+            const auto e = op();
+            return EventSpan{e, e};
+        },
+        warmup, repeats);
+}
+
+std::vector<double> time_durations(const cl::CommandQueue& queue, const EnqueueSpan& op,
+                                   Clock clock, int warmup, int repeats) {
+    if (clock == Clock::Host)
+        return time_host(queue, [&] { return op().last; }, warmup, repeats);
+    const auto times = time_event_spans(queue, op, warmup, repeats);
+    std::vector<double> out;
+    out.reserve(times.size());
+    for (const auto& t : times) {
+        // Timestamps of one command queue share a clock, so end < start means a broken driver.
+        if (t.end < t.start)
+            throw ClError("clGetEventProfilingInfo", CL_PROFILING_INFO_NOT_AVAILABLE,
+                          "an operation ended before it started");
+        out.push_back(static_cast<double>(t.end - t.start));
     }
     return out;
 }

@@ -7,11 +7,15 @@ Five lines in a notebook::
     res = pyclperf.run("offset", ctx)         # verified sweep -> Results
     res.df                                    # tidy pandas DataFrame
     pyclperf.plot_bandwidth(res)
+
+Transfers and ceilings: ``pyclperf.run("transfer", ctx)``, ``pyclperf.time_transfer(...)``,
+``pyclperf.peak.theoretical(ctx)``.
 """
 
 from __future__ import annotations
 
 from . import _icd  # noqa: F401  (must configure the ICD loader before _core loads OpenCL)
+from . import peak
 from ._core import (
     Buffer,
     BuildError,
@@ -32,6 +36,7 @@ from .program import Kernel, LocalMemory, Program
 from .results import Results
 from .sources import kernel_source
 from .stats import bandwidth_gbps, summarize
+from .transfers import time_copy, time_transfer
 
 __version__ = "0.1.0"
 
@@ -56,9 +61,12 @@ __all__ = [
     "experiment_names",
     "kernel_source",
     "list_devices",
+    "peak",
     "plot_bandwidth",
     "run",
     "save_plot",
     "select_device",
     "summarize",
+    "time_copy",
+    "time_transfer",
 ]

@@ -18,6 +18,17 @@ def _human_bytes(nbytes: int) -> str:
     return str(n)
 
 
+def _details(d: object) -> dict[str, object]:
+    """Every property of a device, with those that need a context (a kernel build) where one
+    can be made."""
+    import pyclperf
+
+    try:
+        return pyclperf.Context(d).summary()
+    except pyclperf.PyclperfError as exc:
+        return {**pyclperf.device_summary(d), "preferred_work_group_multiple": f"unknown ({exc})"}
+
+
 def cmd_devices(args: argparse.Namespace) -> int:
     import pyclperf
 
@@ -36,7 +47,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
         print(f"{mark}[{i}] {d.platform_index}:{d.device_index} {d.type:<4} {d.name} "
               f"({d.platform_name}; {d.compute_units} CUs, {_human_bytes(d.global_mem_bytes)})")
         if args.details:
-            for key, value in pyclperf.device_summary(d).items():
+            for key, value in _details(d).items():
                 print(f"        {key:<32} {value}")
     from pyclperf._icd import NOTE
 
@@ -47,29 +58,37 @@ def cmd_devices(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     import pyclperf
-    from pyclperf.experiments import run
+    from pyclperf.experiments import get, run
 
     ctx = pyclperf.Context(args.device)
     out_dir = Path(args.out)
     print(f"{args.experiment} on {ctx.info.name} ({ctx.info.platform_name})", flush=True)
     results = run(args.experiment, ctx, size=args.size, local_size=args.local_size,
                   warmup=args.warmup, repeats=args.repeats, method=args.method,
-                  out=out_dir / f"{args.experiment}.jsonl", progress=None)
+                  out=out_dir / f"{args.experiment}.jsonl", progress=None,
+                  peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps)
     paths = {"csv": results.to_csv(out_dir / f"{args.experiment}.csv")}
     df = results.df
     x = results.meta["x"]
-    if "gbps" in df:
-        cols = [c for c in (x, "status", "median_ns", "spread_pct", "gbps") if c in df]
-        print(df[cols].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    table = get(args.experiment).summary(results)
+    if table is None and "gbps" in df:
+        table = df[[c for c in (x, "status", "median_ns", "spread_pct", "gbps") if c in df]]
+    if table is not None:
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    if results.meta.get("conclusion"):
+        print(results.meta["conclusion"])
     if not args.no_plot and "gbps" in df and (df["status"] == "ok").any():
-        paths["png"] = Path(pyclperf.save_plot(results, out_dir / f"{args.experiment}.png"))
+        png = pyclperf.save_plot(results, out_dir / f"{args.experiment}.png")
+        if png is not None:
+            paths["png"] = Path(png)
     for kind, p in paths.items():
         print(f"wrote {p}")
     print(f"wrote {out_dir / (args.experiment + '.jsonl')}")
     if results.meta.get("interrupted"):
         print("interrupted: the finished points are saved", file=sys.stderr)
         return 130
-    failed = int((df["status"] != "ok").sum()) if "status" in df else len(df)
+    # A skipped point (a ceiling nobody can know here) is reported, not failed.
+    failed = int((~df["status"].isin(["ok", "skipped"])).sum()) if "status" in df else len(df)
     if failed:
         print(f"{failed} point(s) did not pass: see the 'status' and 'error' columns", file=sys.stderr)
         return 1
@@ -109,12 +128,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default=None,
                    help="index, 'platform:device', 'gpu'/'cpu' or a name substring "
                         "(default: $PYCLPERF_DEVICE, else first GPU, else CPU)")
-    r.add_argument("--size", type=int, default=None, help="work-items (default: by device kind)")
+    r.add_argument("--size", type=int, default=None,
+                   help="problem size: work-items for kernel sweeps, bytes for transfer (largest), "
+                        "batching (total) and vector (per buffer) (default: by device kind)")
     r.add_argument("--local-size", type=int, default=256, help="work-group size (default 256)")
     r.add_argument("--warmup", type=int, default=3)
     r.add_argument("--repeats", type=int, default=20)
     r.add_argument("--method", choices=("events", "host"), default="events",
                    help="event profiling (default) or a host clock around enqueue+finish")
+    r.add_argument("--peak-gbps", type=float, default=None,
+                   help="theoretical device-memory bandwidth, instead of NVML's figures")
+    r.add_argument("--pcie-gbps", type=float, default=None,
+                   help="theoretical PCIe bandwidth per direction, instead of NVML's figures")
     r.add_argument("--out", default="results", help="output folder (default ./results)")
     r.add_argument("--no-plot", action="store_true")
     r.set_defaults(func=cmd_run)

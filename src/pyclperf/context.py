@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from .devices import DeviceSpec, device_summary, select_device
+from .devices import PROBE_SOURCE, DeviceSpec, device_summary, select_device
 from .program import Program
 from .sources import kernel_source
 
@@ -33,7 +33,15 @@ class Context(_core.Context):
         return self.info
 
     def summary(self) -> dict[str, object]:
-        return device_summary(self.info)
+        """device_summary() plus what needs a context: the preferred work-group multiple."""
+        out = device_summary(self.info)
+        out["preferred_work_group_multiple"] = self.preferred_work_group_multiple()
+        return out
+
+    def preferred_work_group_multiple(self) -> int:
+        """CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE of a trivial kernel (built once)."""
+        kernel = self.program(source=PROBE_SOURCE).kernel("probe")
+        return int(kernel.limits().preferred_multiple)
 
     def __repr__(self) -> str:
         i = self.info

@@ -11,6 +11,11 @@ DeviceSpec = Union[None, int, str, _core.DeviceInfo]
 
 ENV_VAR = "PYCLPERF_DEVICE"
 
+# A kernel with nothing to limit it: its preferred work-group multiple
+# (CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE) is the device's natural granularity, the warp
+# or wavefront on a GPU. OpenCL only reports it per kernel, so device summaries build this one.
+PROBE_SOURCE = "__kernel void probe(__global int* out) { out[get_global_id(0)] = 0; }"
+
 
 def list_devices() -> list[_core.DeviceInfo]:
     """Every OpenCL device, in platform order; the position in this list is the flat index."""

@@ -1,4 +1,6 @@
-"""Figures in the style of the Guide's Figures 3.7 and 3.9: bandwidth against the swept parameter."""
+"""Figures from results records: bandwidth against the swept parameter (the Guide's Figures 3.7
+and 3.9), one line per mode (transfers), or one bar per variant. A record says which in
+``meta["plot"]``; records without it get plot_bandwidth."""
 
 from __future__ import annotations
 
@@ -16,16 +18,9 @@ def plot_bandwidth(results: Results, ax: Any = None, label: str | None = None) -
     Points that failed verification are drawn as red crosses: their speed means nothing.
     Returns the matplotlib Figure.
     """
-    import matplotlib.pyplot as plt
-
-    df = results.df
-    x = results.meta.get("x")
-    if x is None or df.empty or x not in df or "gbps" not in df:
-        raise ValueError("results have no bandwidth rows to plot")
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
-    else:
-        fig = ax.figure
+    df = _rows_with(results, "gbps")
+    x = results.meta["x"]
+    fig, ax = _axes(ax)
     ok = df[df["status"] == "ok"]
     bad = df[df["status"] != "ok"]
     name = results.meta.get("device", {}).get("name", "device")
@@ -37,17 +32,125 @@ def plot_bandwidth(results: Results, ax: Any = None, label: str | None = None) -
         ax.plot(bad[x], np.nan_to_num(bad["gbps"]), "x", color="red", label="failed verification")
     ax.set_xlabel(results.meta.get("x_label") or x)
     ax.set_ylabel("effective bandwidth (GB/s)")
-    ax.set_title(f"{results.meta.get('title', results.experiment)}\n{name}", fontsize=10)
+    _title(ax, results)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return fig
 
 
-def save_plot(results: Results, path: str | os.PathLike[str]) -> str:
+def _axes(ax: Any, figsize: tuple[float, float] = (7, 4)) -> tuple[Any, Any]:
     import matplotlib.pyplot as plt
 
-    fig = plot_bandwidth(results)
+    if ax is None:
+        return plt.subplots(figsize=figsize, layout="constrained")
+    return ax.figure, ax
+
+
+def _title(ax: Any, results: Results) -> None:
+    name = results.meta.get("device", {}).get("name", "device")
+    ax.set_title(f"{results.meta.get('title', results.experiment)}\n{name}", fontsize=10)
+
+
+# Theoretical ceilings drawn as dashed lines where the record knows them.
+_CEILINGS = (("peak_gbps", "DRAM peak"), ("pcie_gbps", "PCIe peak"))
+
+
+def plot_modes(results: Results, group: str = "mode", ax: Any = None, logx: bool = True,
+               logy: bool = False) -> Any:
+    """Bandwidth (median) against ``meta['x']``, one line per value of ``group``.
+
+    Failed points are red crosses; known theoretical ceilings are dashed lines.
+    """
+    df = _rows_with(results, group, "gbps")
+    x = results.meta["x"]
+    fig, ax = _axes(ax)
+    ok = df[df["status"] == "ok"]
+    for name, rows in ok.groupby(group, sort=False):
+        rows = rows.sort_values(x)
+        ax.plot(rows[x], rows["gbps"], marker="o", ms=3, label=str(name))
+    bad = df[df["status"] != "ok"]
+    if not bad.empty:
+        ax.plot(bad[x], np.nan_to_num(bad["gbps"], nan=0.0), "x", color="red", label="failed")
+    top = ok["gbps"].max() if not ok.empty else np.nan
+    for key, label in _CEILINGS:
+        value = results.meta.get(key)
+        # A ceiling far above every line would flatten them all; show it only when in reach.
+        if value and (logy or value <= 3 * top):
+            ax.axhline(value, ls="--", lw=1, color="gray")
+            ax.annotate(f"{label} {value:.0f} GB/s", (0.01, value), xycoords=("axes fraction", "data"),
+                        fontsize=7, color="gray", va="bottom")
+    _finish(ax, results, "bandwidth (GB/s)", logx, logy)
+    return fig
+
+
+def plot_columns(results: Results, columns: dict[str, str], ylabel: str, ax: Any = None,
+                 logx: bool = True, logy: bool = True) -> Any:
+    """Several columns of the verified rows against ``meta['x']``, one line each, labelled by
+    ``columns`` (column -> label): e.g. the same runs timed by two clocks."""
+    df = _rows_with(results, *columns)
+    x = results.meta["x"]
+    fig, ax = _axes(ax)
+    ok = df[df["status"] == "ok"].sort_values(x)
+    for column, label in columns.items():
+        ax.plot(ok[x], ok[column], marker="o", ms=3, label=label)
+    _finish(ax, results, ylabel, logx, logy)
+    return fig
+
+
+def _rows_with(results: Results, *columns: str) -> Any:
+    df = results.df
+    x = results.meta.get("x")
+    if x is None or df.empty or any(c not in df for c in (x, "status", *columns)):
+        raise ValueError("results have no bandwidth rows to plot")
+    return df
+
+
+def _finish(ax: Any, results: Results, ylabel: str, logx: bool, logy: bool) -> None:
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_xlabel(results.meta.get("x_label") or results.meta["x"])
+    ax.set_ylabel(ylabel)
+    _title(ax, results)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def plot_bars(results: Results, label: str = "variant", ax: Any = None) -> Any:
+    """One horizontal bar per row: median bandwidth, labelled by ``label``; failed rows red."""
+    df = results.df
+    if df.empty or label not in df or "gbps" not in df:
+        raise ValueError("results have no bandwidth rows to plot")
+    fig, ax = _axes(ax, figsize=(7, 0.3 * len(df) + 1.5))
+    colors = ["tab:blue" if s == "ok" else "tab:red" for s in df["status"]]
+    ax.barh(df[label].astype(str), np.nan_to_num(df["gbps"], nan=0.0), color=colors)
+    ax.invert_yaxis()
+    ax.set_xlabel("effective bandwidth (GB/s)")
+    _title(ax, results)
+    ax.grid(True, axis="x", alpha=0.3)
+    return fig
+
+
+def plot_results(results: Results) -> Any:
+    """The record's own figure as ``meta['plot']`` describes it; None where it wants none."""
+    spec = dict(results.meta.get("plot", {"kind": "bandwidth"}) or {"kind": None})
+    kind = spec.pop("kind", None)
+    draw = {"bandwidth": plot_bandwidth, "modes": plot_modes, "columns": plot_columns,
+            "bars": plot_bars}.get(kind)
+    return draw(results, **spec) if draw is not None else None
+
+
+def save_plot(results: Results, path: str | os.PathLike[str]) -> str | None:
+    """Save the record's figure (plot_results) as ``path``; None where it has no figure."""
+    import matplotlib.pyplot as plt
+
+    fig = plot_results(results)
+    if fig is None:
+        return None
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return os.fspath(path)

@@ -6,6 +6,11 @@ from typing import Any
 
 import numpy as np
 
+# Byte units (binary: transfer sizes are powers of two); bandwidth stays in 1e9 bytes/s.
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+
 
 def summarize(times_ns: Any) -> dict[str, float]:
     """median, min, max, mean, quartiles, IQR and relative spread (IQR / median, %) of times in ns."""

@@ -49,8 +49,10 @@ def base_meta(ctx: Any, **extra: Any) -> dict[str, Any]:
     info = ctx.info
     from .devices import device_summary
 
+    # A pyclperf.Context adds what needs a context (preferred work-group multiple).
+    summary = ctx.summary() if hasattr(ctx, "summary") else device_summary(info)
     return {
-        "device": device_summary(info),
+        "device": summary,
         "driver": info.driver_version,
         "platform": info.platform_name,
         "versions": package_versions(),
@@ -130,6 +132,26 @@ def timed_row(times_ns: np.ndarray, nbytes: int, method: str) -> dict[str, Any]:
         "method": method,
         "gbps": bandwidth_gbps(nbytes, s["median_ns"]),
         "gbps_best": bandwidth_gbps(nbytes, s["min_ns"]),
+    }
+
+
+def host_clock_columns(host_ns: np.ndarray, nbytes: int, events_median_ns: float) -> dict[str, Any]:
+    """The same operation timed by the host clock, beside an event-timed row: its median, the
+    bandwidth that implies, and how much longer the host saw it take."""
+    median = float(np.median(host_ns))
+    return {
+        "host_median_ns": median,
+        "host_gbps": bandwidth_gbps(nbytes, median),
+        "host_over_events": median / events_median_ns if events_median_ns > 0 else float("nan"),
+    }
+
+
+def verdict(verify: bool, passed: bool, detail: str) -> dict[str, Any]:
+    """The verification part of a row: whether it was verified, its status and what differed."""
+    return {
+        "verified": bool(verify and passed),
+        "status": OK if passed else WRONG,
+        "error": "" if passed else detail,
     }
 
 

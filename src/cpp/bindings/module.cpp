@@ -11,4 +11,5 @@ PYBIND11_MODULE(_core, m) {
     register_program(m);
     register_kernel(m);
     register_launch(m);
+    register_transfer(m);
 }

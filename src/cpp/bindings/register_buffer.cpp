@@ -4,6 +4,7 @@
 
 #include "../buffer.hpp"
 #include "../error.hpp"
+#include "arrays.hpp"
 #include "registers.hpp"
 
 namespace py = pybind11;
@@ -11,14 +12,6 @@ namespace py = pybind11;
 namespace pyclperf::bindings {
 
 namespace {
-
-// A C-contiguous NumPy array's bytes; InvalidArgument for anything else (no silent copies).
-py::buffer_info contiguous(const py::array& a, bool writable) {
-    if (!(a.flags() & py::array::c_style))
-        throw InvalidArgument("array must be C-contiguous (use numpy.ascontiguousarray)");
-    if (writable && !a.writeable()) throw InvalidArgument("destination array is read-only");
-    return a.request(writable);
-}
 
 // A NumPy view of the pinned mapping. The capsule owns a reference to the buffer (so the memory
 // outlives the array) and one view count (so unmap/release refuse while the array lives).

@@ -12,5 +12,6 @@ void register_buffer(pybind11::module_& m);
 void register_program(pybind11::module_& m);
 void register_kernel(pybind11::module_& m);
 void register_launch(pybind11::module_& m);
+void register_transfer(pybind11::module_& m);
 
 }  // namespace pyclperf::bindings

@@ -6,17 +6,25 @@ import os
 from typing import Any
 
 from ..results import Results
-from .base import Experiment, run_experiment
+from .base import Experiment, Sweep, run_experiment
+from .batching import Batching
 from .coalescing import OffsetCopy, StrideCopy
+from .peak_bandwidth import PeakExperiment
+from .timers import Timers
+from .transfer import Transfer
+from .vector import VectorWidth
 
-REGISTRY: dict[str, type[Experiment]] = {cls.id: cls for cls in (OffsetCopy, StrideCopy)}
+REGISTRY: dict[str, type[Sweep]] = {
+    cls.id: cls
+    for cls in (OffsetCopy, StrideCopy, Transfer, Batching, Timers, PeakExperiment, VectorWidth)
+}
 
 
 def names() -> list[str]:
     return sorted(REGISTRY)
 
 
-def get(name: str) -> type[Experiment]:
+def get(name: str) -> type[Sweep]:
     try:
         return REGISTRY[name]
     except KeyError:
@@ -36,23 +44,30 @@ def run(
     verify: bool = True,
     out: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
+    peak_gbps: float | None = None,
+    memory_clock_mhz: float | None = None,
+    bus_width_bits: int | None = None,
+    pcie_gbps: float | None = None,
+    **options: Any,
 ) -> Results:
     """Run experiment ``name`` on ``ctx`` (default: pyclperf.Context()) and return its Results.
 
-    ``size`` is the number of work-items (default: per device kind), ``values`` the swept
-    parameter's values (default: the experiment's), ``out`` a JSON-lines file written as points
-    finish.
+    ``size`` is the problem size (work-items for kernel sweeps, bytes for transfers: see each
+    experiment), ``values`` the swept parameter's values (default: the experiment's), ``out`` a
+    JSON-lines file written as points finish. ``peak_gbps``, ``memory_clock_mhz`` with
+    ``bus_width_bits``, and ``pcie_gbps`` override the theoretical ceilings NVML would give
+    (``fraction_of_peak``); ``options`` go to the experiment's constructor.
     """
     from ..context import Context
+    from ..peak import theoretical
 
     cls = get(name)
     ctx = Context() if ctx is None else ctx
-    kwargs: dict[str, Any] = {"items": size, "local_size": local_size}
-    if values is not None:
-        kwargs["values"] = values
-    experiment = cls(ctx, **kwargs)
+    peak = theoretical(ctx, peak_gbps=peak_gbps, memory_clock_mhz=memory_clock_mhz,
+                       bus_width_bits=bus_width_bits, pcie_gbps=pcie_gbps)
+    experiment = cls.configure(ctx, size=size, local_size=local_size, values=values, **options)
     return run_experiment(experiment, warmup=warmup, repeats=repeats, method=method,
-                          verify=verify, out=out, progress=progress)
+                          verify=verify, out=out, progress=progress, peak=peak)
 
 
-__all__ = ["Experiment", "REGISTRY", "get", "names", "run", "run_experiment"]
+__all__ = ["Experiment", "REGISTRY", "Sweep", "get", "names", "run", "run_experiment"]

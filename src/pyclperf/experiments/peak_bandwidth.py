@@ -1,0 +1,49 @@
+"""peak: the device's theoretical bandwidth (Guide 2.2.1), from NVML or the user's figures.
+
+Nothing runs on the device; each row is one ceiling with the figures it came from. An unknown
+ceiling is a "skipped" row saying how to make it known.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..sweep import OK, SKIPPED
+from .base import Sweep
+
+CEILINGS = {
+    "dram": "device memory: clock x 2 (DDR) x bus width / 8",
+    "pcie": "PCIe link, per direction: GT/s x lanes x encoding / 8",
+}
+
+
+class PeakExperiment(Sweep):
+    id = "peak"
+    title = "Theoretical bandwidth"
+    x = "ceiling"
+    x_label = "ceiling"
+    guide = "Guide 2.2.1; GPU.md (PCIe)"
+    plot = None
+    # No knobs: the user's figures reach it through the engine's ``peak``.
+    size_arg = values_arg = local_size_arg = None
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"ceiling": kind, "formula": formula} for kind, formula in CEILINGS.items()]
+
+    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
+                verify: bool) -> dict[str, Any]:
+        assert self.peak is not None, "run_experiment sets the peak before measuring"
+        kind = point["ceiling"]
+        gbps = self.peak.gbps(kind)
+        source = self.peak.dram_source if kind == "dram" else self.peak.pcie_source
+        if gbps is None:
+            return {"gbps": None, "source": source, "status": SKIPPED, "error": source}
+        return {"gbps": gbps, "source": source, "status": OK, "error": ""}
+
+    def peak_kind(self, row: dict[str, Any]) -> str | None:
+        return None  # these rows are the ceilings
+
+    @classmethod
+    def summary(cls, results: Any) -> Any:
+        df = results.df
+        return df[[c for c in ("ceiling", "gbps", "source") if c in df]]

@@ -1,0 +1,96 @@
+"""timers: one copy kernel timed by OpenCL events and by a host clock, side by side (Guide 2.1).
+
+Events time the kernel on the device; the host clock around enqueue + finish adds the launch
+and synchronisation cost, which dominates small kernels. The ratio per size shows where.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..checks import compare, poison_device
+from ..sweep import host_clock_columns, timed_row, verdict
+from .base import Sweep
+
+FLOAT = 4  # bytes
+
+
+class Timers(Sweep):
+    id = "timers"
+    title = "Event timing vs host clock (copy kernel)"
+    x = "items"
+    x_label = "work-items (floats copied)"
+    guide = "Guide 2.1.1, 2.1.2"
+    plot = {"kind": "columns", "columns": {"median_ns": "events (device)", "host_median_ns": "host clock"},
+            "ylabel": "median time (ns)", "logx": True, "logy": True}
+    size_arg, values_arg = "max_items", "sizes"
+
+    def __init__(self, ctx: Any, sizes: Sequence[int] | None = None, local_size: int = 256,
+                 max_items: int | None = None) -> None:
+        """``sizes``: work-items per point; by default powers of 16 up to ``max_items`` (itself
+        included), or up to 64 Mi items on a GPU and 1 Mi on a CPU, within the device's memory."""
+        super().__init__(ctx)
+        self.local_size = int(local_size)
+        if sizes is None:
+            top = max_items if max_items is not None else (1 << 26 if ctx.info.is_gpu else 1 << 20)
+            fits = min(ctx.info.global_mem_bytes // 4, ctx.info.max_alloc_bytes) // FLOAT
+            sizes = sorted({s for s in (1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 26) if s < top} | {top})
+            sizes = [s for s in sizes if s <= fits]
+        self.sizes = [int(s) for s in sizes]
+        for s in self.sizes:
+            if s <= 0 or s % self.local_size:
+                raise _core.InvalidArgumentError(
+                    f"{self.id}: size {s} is not a positive multiple of the work-group size "
+                    f"{self.local_size}")
+        self.kernel = ctx.program(file="copy.cl").kernel("offset_copy")
+        self.rng = np.random.default_rng()
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "local_size": self.local_size,
+                "profiling_timer_resolution_ns": self.ctx.info.profiling_timer_resolution_ns,
+                "note": "rows are event-timed; host_* columns time the same launches by a host "
+                        "steady clock around enqueue + finish"}
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"items": s} for s in self.sizes]
+
+    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
+                verify: bool) -> dict[str, Any]:
+        items = point["items"]
+        src, dst = self.ctx.buffer(items * FLOAT), self.ctx.buffer(items * FLOAT)
+        try:
+            self.kernel.set_args(dst, src, np.int32(0))
+            passed, detail = self._verify(src, dst, items) if verify else (True, "not verified")
+            stamps = _core.time_events(self.kernel, [items], [self.local_size], warmup, repeats)
+            host = self.kernel.time(items, self.local_size, warmup=warmup, repeats=repeats,
+                                    method="host")
+        finally:
+            src.release()
+            dst.release()
+        nbytes = 2 * items * FLOAT
+        row = timed_row((stamps[:, 3] - stamps[:, 2]).astype(np.float64), nbytes, "events")
+        row.update(host_clock_columns(host, nbytes, row["median_ns"]))
+        # How long each launch waited between being queued and starting on the device.
+        row["queued_to_start_ns"] = float(np.median(stamps[:, 2] - stamps[:, 0]))
+        row["local_size"] = self.local_size
+        row.update(verdict(verify, passed, detail))
+        return row
+
+    def _verify(self, src: Any, dst: Any, items: int) -> tuple[bool, str]:
+        data = self.rng.integers(0, 2**32, size=items, dtype=np.uint32)
+        src.write(data)
+        poison_device(dst)
+        self.kernel.run(items, self.local_size)
+        out = np.empty(items, np.uint32)
+        dst.read(out)
+        return compare(out, data, "copied floats")
+
+    @classmethod
+    def summary(cls, results: Any) -> Any:
+        df = results.df
+        cols = ["items", "status", "median_ns", "host_median_ns", "host_over_events",
+                "queued_to_start_ns", "gbps", "host_gbps"]
+        return df[[c for c in cols if c in df]]

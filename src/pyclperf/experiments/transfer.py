@@ -1,0 +1,82 @@
+"""transfer: host <-> device and device copies over a size sweep (Guide 3.1; Reverse's
+oclBandwidthTest), in every mode of transfer_rig: direction x host memory x access."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pandas as pd
+
+from .. import _core
+from ..stats import GiB, KiB, MiB
+from .base import Sweep
+from .transfer_rig import ALL_MODES, Mode, TransferRig, transfer_limit
+
+
+def sizes_up_to(top: int, bottom: int = KiB) -> list[int]:
+    """Powers of 4 from ``bottom`` to ``top`` bytes."""
+    out, n = [], bottom
+    while n <= top:
+        out.append(n)
+        n *= 4
+    return out
+
+
+def plateau(results: Any, largest: int = 3) -> pd.DataFrame:
+    """Per mode, the median bandwidth over its ``largest`` sizes: where the curve flattens out."""
+    df = results.df
+    if df.empty or "gbps" not in df:
+        return pd.DataFrame(columns=["mode", "gbps", "from_bytes", "to_bytes", "points"])
+    ok = df[df["status"] == "ok"]
+    rows = []
+    for mode, group in ok.groupby("mode", sort=False):
+        top = group.nlargest(largest, "size_bytes")
+        row = {"mode": mode, "gbps": float(top["gbps"].median()),
+               "from_bytes": int(top["size_bytes"].min()), "to_bytes": int(top["size_bytes"].max()),
+               "points": len(top)}
+        if "fraction_of_peak" in top and top["fraction_of_peak"].notna().any():
+            row["fraction_of_peak"] = float(top["fraction_of_peak"].median())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+class Transfer(Sweep):
+    id = "transfer"
+    title = "Host <-> device transfers"
+    x = "size_bytes"
+    x_label = "transfer size (bytes)"
+    guide = "Guide 3.1, 3.1.1; Reverse (oclBandwidthTest)"
+    plot = {"kind": "modes", "group": "mode", "logx": True, "logy": True}
+    size_arg, values_arg, local_size_arg = "max_bytes", "sizes", None  # bytes
+
+    def __init__(self, ctx: Any, sizes: Sequence[int] | None = None,
+                 modes: Sequence[str | Mode] | None = None, max_bytes: int | None = None) -> None:
+        super().__init__(ctx)
+        limit = transfer_limit(ctx.info)
+        if sizes is None:
+            # oclBandwidthTest's range: up to 1 GiB on a GPU, 16 MiB on a CPU device (PoCL).
+            top = max_bytes if max_bytes is not None else (GiB if ctx.info.is_gpu else 16 * MiB)
+            sizes = sizes_up_to(min(top, limit))
+        self.sizes = [int(s) for s in sizes]
+        if not self.sizes or min(self.sizes) <= 0:
+            raise _core.InvalidArgumentError(f"{self.id}: sizes must be positive, got {self.sizes}")
+        self.modes = [Mode.parse(m) for m in (modes or ALL_MODES)]
+        self.rig = TransferRig(ctx, max(self.sizes), self.modes)
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "sizes": self.sizes, "modes": [m.name for m in self.modes]}
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{**m.fields(), "size_bytes": n} for m in self.modes for n in self.sizes]
+
+    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
+                verify: bool) -> dict[str, Any]:
+        return self.rig.measure(Mode.parse(point["mode"]), point["size_bytes"], method=method,
+                                warmup=warmup, repeats=repeats, verify=verify)
+
+    def peak_kind(self, row: dict[str, Any]) -> str | None:
+        return Mode.parse(row["mode"]).peak_kind
+
+    @classmethod
+    def summary(cls, results: Any) -> pd.DataFrame:
+        return plateau(results)

@@ -1,0 +1,148 @@
+"""vector: how wide each access is and how much each work-item moves.
+
+A float..float16 copy with 1, 2 or 4 elements per work-item (kernels/vector.cl, one build per
+variant), and the Reverse document's byte reversal with 1, 16 and 64 bytes per work-item
+(kernels/reverse.cl). The fastest verified copy is what pyclperf reports as the device's
+achievable bandwidth (``meta["best_gbps"]``, ``meta["best_variant"]``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..checks import compare, poison_device, random_bytes
+from ..stats import GiB, MiB
+from ..sweep import OK, timed_row, verdict
+from .base import Sweep
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    kernel: str  # "copy" or "reverse"
+    element: str  # the OpenCL C type of one access
+    element_bytes: int
+    per_item: int = 1
+
+    @property
+    def item_bytes(self) -> int:
+        """Bytes one work-item moves."""
+        return self.element_bytes * self.per_item
+
+    def fields(self) -> dict[str, Any]:
+        return {"variant": self.name, "kernel": self.kernel, "element": self.element,
+                "per_item": self.per_item, "item_bytes": self.item_bytes}
+
+
+COPIES = tuple(
+    Variant(f"{element} x{k}", "copy", element, 4 * width, k)
+    for element, width in (("float", 1), ("float2", 2), ("float4", 4), ("float8", 8), ("float16", 16))
+    for k in (1, 2, 4)
+)
+REVERSALS = (
+    Variant("reverse uchar", "reverse", "uchar", 1),
+    Variant("reverse uchar16", "reverse", "uchar16", 16),
+    Variant("reverse uint16", "reverse", "uint16", 64),
+)
+VARIANTS = {v.name: v for v in COPIES + REVERSALS}
+
+
+def _largest_power_of_two(limit: int) -> int:
+    return 1 << (int(limit).bit_length() - 1)
+
+
+class VectorWidth(Sweep):
+    id = "vector"
+    title = "Access width: vector copies and byte reversal"
+    x = "variant"
+    x_label = "variant"
+    guide = "Reverse (byte-reverse kernels); Guide 3.2.1"
+    plot = {"kind": "bars", "label": "variant"}
+    size_arg, values_arg = "nbytes", None  # bytes per buffer
+
+    def __init__(self, ctx: Any, nbytes: int | None = None, local_size: int = 256,
+                 variants: Sequence[str] | None = None) -> None:
+        super().__init__(ctx)
+        self.local_size = int(local_size)
+        names = list(variants) if variants is not None else list(VARIANTS)
+        unknown = [n for n in names if n not in VARIANTS]
+        if unknown or not names:
+            raise _core.InvalidArgumentError(
+                f"{self.id}: unknown variant(s) {unknown}; known: {', '.join(VARIANTS)}")
+        self.variants = [VARIANTS[n] for n in names]
+        info = ctx.info
+        if nbytes is None:
+            # Far past any cache on a GPU; small enough for PoCL to finish in seconds.
+            want = GiB if info.is_gpu else 16 * MiB
+            nbytes = min(want, _largest_power_of_two(min(info.max_alloc_bytes, info.global_mem_bytes // 4)))
+        self.nbytes = int(nbytes)
+        unit = max(v.item_bytes for v in self.variants) * self.local_size
+        if self.nbytes <= 0 or self.nbytes % unit:
+            raise _core.InvalidArgumentError(
+                f"{self.id}: {self.nbytes} bytes is not a positive multiple of {unit} (the widest "
+                f"variant's bytes per work-item x the work-group size {self.local_size})")
+        self.src = ctx.buffer(self.nbytes)
+        self.dst = ctx.buffer(self.nbytes)
+        self.rng = np.random.default_rng()
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "nbytes": self.nbytes, "local_size": self.local_size}
+
+    def points(self) -> list[dict[str, Any]]:
+        return [v.fields() for v in self.variants]
+
+    def kernel(self, v: Variant) -> Any:
+        """The variant's kernel with its buffers bound (builds are cached by the context)."""
+        if v.kernel == "copy":
+            program = self.ctx.program(file="vector.cl",
+                                       defines={"ELEMENT": v.element, "PER_ITEM": v.per_item})
+            k = program.kernel("vector_copy")
+        else:
+            k = self.ctx.program(file="reverse.cl").kernel(f"reverse_{v.element}")
+        return k.set_args(self.dst, self.src)
+
+    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
+                verify: bool) -> dict[str, Any]:
+        v = VARIANTS[point["variant"]]
+        kernel = self.kernel(v)
+        items = self.nbytes // v.item_bytes
+        passed, detail = self._verify(kernel, v, items) if verify else (True, "not verified")
+        times = kernel.time(items, self.local_size, warmup=warmup, repeats=repeats, method=method)
+        row = {"items": items, "local_size": self.local_size,
+               **timed_row(times, 2 * self.nbytes, method)}
+        row.update(verdict(verify, passed, detail))
+        return row
+
+    def _verify(self, kernel: Any, v: Variant, items: int) -> tuple[bool, str]:
+        data = random_bytes(self.rng, self.nbytes)
+        self.src.write(data)
+        poison_device(self.dst)
+        kernel.run(items, self.local_size)
+        out = np.empty(self.nbytes, np.uint8)
+        self.dst.read(out)
+        return compare(out, np.flip(data) if v.kernel == "reverse" else data, "output bytes")
+
+    def finish(self, results: Any) -> None:
+        """The fastest verified copy is the device's achievable bandwidth."""
+        copies = [r for r in results.rows if r.get("kernel") == "copy" and r.get("status") == OK]
+        if not copies:
+            results.meta["conclusion"] = "no copy variant verified: achievable bandwidth unknown"
+            return
+        best = max(copies, key=lambda r: r["gbps"])
+        results.meta["best_variant"] = best["variant"]
+        results.meta["best_gbps"] = best["gbps"]
+        text = f"achievable bandwidth: {best['gbps']:.1f} GB/s ({best['variant']}, verified)"
+        if best.get("fraction_of_peak") is not None:
+            results.meta["best_fraction_of_peak"] = best["fraction_of_peak"]
+            text += f", {100 * best['fraction_of_peak']:.0f}% of the theoretical peak"
+        results.meta["conclusion"] = text
+
+    @classmethod
+    def summary(cls, results: Any) -> Any:
+        df = results.df
+        cols = ["variant", "status", "items", "median_ns", "spread_pct", "gbps", "fraction_of_peak"]
+        return df[[c for c in cols if c in df]]
