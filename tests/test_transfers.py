@@ -23,12 +23,6 @@ QUICK = {"warmup": 1, "repeats": 2}
 MODE_NAMES = [m.name for m in ALL_MODES]
 
 
-@pytest.fixture(scope="session")
-def ctx() -> pyclperf.Context:
-    """One context for the session, so each program is built once."""
-    return pyclperf.Context()
-
-
 @pytest.fixture(scope="module")
 def rig(ctx: pyclperf.Context) -> TransferRig:
     r = TransferRig(ctx, max(SIZES), list(ALL_MODES))

@@ -17,12 +17,6 @@ LOCAL = 64
 QUICK = {"warmup": 1, "repeats": 2}
 
 
-@pytest.fixture(scope="session")
-def ctx() -> pyclperf.Context:
-    """One context for the session, so each program is built once."""
-    return pyclperf.Context()
-
-
 @pytest.fixture(scope="module")
 def results(ctx):
     return pyclperf.run("vector", ctx, size=NBYTES, local_size=LOCAL, peak_gbps=1000.0, **QUICK)

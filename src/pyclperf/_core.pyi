@@ -328,3 +328,12 @@ def validate_launch(kernel: Kernel, global_size: collections.abc.Sequence[typing
     """
     Raise InvalidArgumentError if this launch cannot work on the kernel's device.
     """
+def time_copy(src: Buffer, dst: Buffer, nbytes: typing.SupportsInt | typing.SupportsIndex, method: str = 'events', warmup: typing.SupportsInt | typing.SupportsIndex = 3, repeats: typing.SupportsInt | typing.SupportsIndex = 20) -> numpy.typing.NDArray[numpy.float64]:
+    """
+    Time `repeats` device-to-device copies (enqueueCopyBuffer) of `nbytes` from src to dst. Returns each repeat's time in ns.
+    """
+
+def time_transfer(direction: str, device: Buffer, host: typing.Any, nbytes: typing.SupportsInt | typing.SupportsIndex, access: str = 'direct', pieces: typing.SupportsInt | typing.SupportsIndex = 1, method: str = 'events', warmup: typing.SupportsInt | typing.SupportsIndex = 3, repeats: typing.SupportsInt | typing.SupportsIndex = 20) -> numpy.typing.NDArray[numpy.float64]:
+    """
+    Time `repeats` transfers of `nbytes` between byte 0 of a device Buffer and byte 0 of host memory (a C-contiguous NumPy array or a PinnedBuffer), each as `pieces` equal pieces; direction 'h2d' or 'd2h', access 'direct' or 'mapped', method 'events' or 'host'. Returns each repeat's time in ns.
+    """

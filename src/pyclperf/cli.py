@@ -6,7 +6,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    import pyclperf
 
 
 def _human_bytes(nbytes: int) -> str:
@@ -18,7 +21,7 @@ def _human_bytes(nbytes: int) -> str:
     return str(n)
 
 
-def _details(d: object) -> dict[str, object]:
+def _details(d: "pyclperf.DeviceInfo") -> dict[str, object]:
     """Every property of a device, with those that need a context (a kernel build) where one
     can be made."""
     import pyclperf

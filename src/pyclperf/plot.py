@@ -5,7 +5,7 @@ and 3.9), one line per mode (transfers), or one bar per variant. A record says w
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -139,8 +139,9 @@ def plot_results(results: Results) -> Any:
     """The record's own figure as ``meta['plot']`` describes it; None where it wants none."""
     spec = dict(results.meta.get("plot", {"kind": "bandwidth"}) or {"kind": None})
     kind = spec.pop("kind", None)
-    draw = {"bandwidth": plot_bandwidth, "modes": plot_modes, "columns": plot_columns,
-            "bars": plot_bars}.get(kind)
+    draws: dict[str, Callable[..., Any]] = {"bandwidth": plot_bandwidth, "modes": plot_modes,
+                                            "columns": plot_columns, "bars": plot_bars}
+    draw = draws.get(str(kind)) if kind else None
     return draw(results, **spec) if draw is not None else None
 
 

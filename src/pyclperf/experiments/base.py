@@ -92,6 +92,8 @@ class Experiment(Sweep):
     def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256) -> None:
         super().__init__(ctx)
         self.local_size = int(local_size)
+        if self.local_size <= 0:
+            raise _core.InvalidArgumentError(f"work-group size must be positive, got {self.local_size}")
         self.items = int(items) if items is not None else self.default_items(ctx.info)
         if self.items <= 0:
             raise _core.InvalidArgumentError(f"size must be positive, got {self.items}")
@@ -144,14 +146,15 @@ def run_experiment(
         raise _core.InvalidArgumentError(f"timing method must be one of {TIMING_METHODS}, got {method!r}")
     if repeats < 1 or warmup < 0:
         raise _core.InvalidArgumentError(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
-    experiment.peak = peak or experiment.peak or theoretical(experiment.ctx)
+    ceilings = peak or experiment.peak or theoretical(experiment.ctx)
+    experiment.peak = ceilings
     meta = base_meta(experiment.ctx, **experiment.meta(), method=method, warmup=warmup,
-                     repeats=repeats, verified=verify, peak_gbps=experiment.peak.dram_gbps,
-                     pcie_gbps=experiment.peak.pcie_gbps, peak=experiment.peak.as_meta())
+                     repeats=repeats, verified=verify, peak_gbps=ceilings.dram_gbps,
+                     pcie_gbps=ceilings.pcie_gbps, peak=ceilings.as_meta())
 
     def measure(point: dict[str, Any]) -> dict[str, Any]:
         row = experiment.measure(point, warmup=warmup, repeats=repeats, method=method, verify=verify)
-        ceiling = experiment.peak.gbps(experiment.peak_kind({**point, **row}))
+        ceiling = ceilings.gbps(experiment.peak_kind({**point, **row}))
         if ceiling and row.get("gbps") is not None:
             row["fraction_of_peak"] = row["gbps"] / ceiling
         return row

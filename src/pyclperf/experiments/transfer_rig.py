@@ -97,9 +97,10 @@ class TransferRig:
         # check, e.g. to corrupt the destination and see the check fail.
         self.after_timing: Callable[[Mode, int], None] | None = None
 
-    def host(self, mode: Mode) -> tuple[Any, np.ndarray]:
+    def host(self, mode: Mode) -> tuple[Any, Any]:
         """What the transfer takes as host memory, and a NumPy view of the same bytes."""
         if mode.host_memory == "pinned":
+            assert self.pinned is not None and self.pinned_view is not None, "rig built without pinned modes"
             return self.pinned, self.pinned_view
         return self.pageable, self.pageable
 
@@ -109,6 +110,7 @@ class TransferRig:
         if mode.direction == "d2d":
             if pieces != 1:
                 raise _core.InvalidArgumentError("device copies are not batched: pieces must be 1")
+            assert self.device2 is not None, "rig built without device copies"
             return time_copy(self.device, self.device2, nbytes, method=method, warmup=warmup,
                              repeats=repeats)
         host, _ = self.host(mode)
@@ -149,7 +151,9 @@ class TransferRig:
         if mode.direction == "d2h":
             return landed(self.host(mode)[1][:span], data)
         out = np.empty(span, np.uint8)
-        (self.device if mode.direction == "h2d" else self.device2).read(out)
+        target = self.device if mode.direction == "h2d" else self.device2
+        assert target is not None
+        target.read(out)
         return landed(out, data)
 
     def release(self) -> None:

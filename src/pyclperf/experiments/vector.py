@@ -68,6 +68,8 @@ class VectorWidth(Sweep):
                  variants: Sequence[str] | None = None) -> None:
         super().__init__(ctx)
         self.local_size = int(local_size)
+        if self.local_size <= 0:
+            raise _core.InvalidArgumentError(f"work-group size must be positive, got {self.local_size}")
         names = list(variants) if variants is not None else list(VARIANTS)
         unknown = [n for n in names if n not in VARIANTS]
         if unknown or not names:
