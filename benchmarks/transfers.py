@@ -124,6 +124,9 @@ def cupy_or_exit() -> Any:
 def cupy_event_times(cp: Any, copy: Callable[[Any], None], warmup: int, repeats: int) -> np.ndarray:
     """ns per ``copy(stream)``, each bracketed by CUDA events on one non-blocking stream."""
     stream = cp.cuda.Stream(non_blocking=True)
+    # The arrays were filled on the default stream, which a non-blocking stream does not wait
+    # for: without this the copy can run before the poison lands and the check fails.
+    cp.cuda.runtime.deviceSynchronize()
     for _ in range(warmup):
         copy(stream)
     stream.synchronize()

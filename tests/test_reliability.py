@@ -40,7 +40,11 @@ def _start(tmp_path, ctx):
     out = tmp_path / "sweep.jsonl"
     proc = subprocess.Popen([sys.executable, str(script), str(out), _spec(ctx)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline().strip()
+    if first != "started":
+        proc.kill()
+        pytest.fail(f"the sweep process did not start: {proc.stderr.read()[-2000:]}")
     deadline = time.time() + 120
     while time.time() < deadline:  # wait for at least two finished rows
         if out.exists() and len(out.read_text().splitlines()) >= 3:
