@@ -83,24 +83,5 @@ leakcheck: install
 clean:
 	rm -rf build $(OUT) .pytest_cache
 
-dist# The core and bindings built with AddressSanitizer + UndefinedBehaviorSanitizer into their own
-# folder (the venv keeps the normal build), then the test suite run against that build. Leak
-# detection is off: CPython and PoCL keep allocations to exit by design. Any sanitizer report
-# aborts the run.
-ASAN_SITE := build/asan-site
-SANITIZE_TESTS ?= tests
-sanitize: $(VENV)/.deps-stamp
-	$(PY) -m pip install -q --no-build-isolation --no-deps --upgrade --target $(ASAN_SITE) \
-	    -C cmake.define.PYCLPERF_SANITIZE=ON -C cmake.build-type=RelWithDebInfo -C build-dir=build/asan .
-	PYTHONPATH=$(ASAN_SITE) \
-	LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libubsan.so)" \
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	PYCLPERF_SANITIZED=1 $(PY) -m pytest -p no:cacheprovider $(SANITIZE_TESTS)
-
-# Resident memory across 10,000 create/release cycles of every core object (tests/leakcheck.py).
-leakcheck: install
-	$(PY) tests/leakcheck.py 10000
-
-clean: clean
+distclean: clean
 	rm -rf $(VENV)

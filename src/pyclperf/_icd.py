@@ -51,4 +51,18 @@ def configure(environ: dict[str, str] | None = None, vendors_dir: str | None = N
     return f"ICDs from {vendors}: " + (", ".join(registered) or "none")
 
 
+def restore_environment() -> None:
+    """Put OCL_ICD_FILENAMES back as it was before OpenCL loaded.
+
+    NVIDIA's OpenCL library removes itself from OCL_ICD_FILENAMES in the process environment
+    once loaded (seen with driver 580 on an H200), so child processes, a second sweep or a
+    notebook kernel started from this process would no longer see the GPU.
+    """
+    if _ORIGINAL is not None and os.environ.get("OCL_ICD_FILENAMES") != _ORIGINAL:
+        os.environ["OCL_ICD_FILENAMES"] = _ORIGINAL
+    elif _ORIGINAL is not None:
+        os.putenv("OCL_ICD_FILENAMES", _ORIGINAL)  # os.environ is a copy; the C environ changed
+
+
 NOTE = configure()
+_ORIGINAL = os.environ.get("OCL_ICD_FILENAMES")

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from ._icd import restore_environment
 from .devices import PROBE_SOURCE, DeviceSpec, device_summary, select_device
 from .program import Program
 from .sources import kernel_source
@@ -25,6 +26,7 @@ class Context(_core.Context):
     def __init__(self, device: DeviceSpec = None) -> None:
         info = select_device(device)
         super().__init__(info.platform_index, info.device_index)
+        restore_environment()
         self._programs: dict[tuple[Any, ...], Program] = {}
         self._programs_lock = threading.Lock()
 

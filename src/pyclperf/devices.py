@@ -19,7 +19,11 @@ PROBE_SOURCE = "__kernel void probe(__global int* out) { out[get_global_id(0)] =
 
 def list_devices() -> list[_core.DeviceInfo]:
     """Every OpenCL device, in platform order; the position in this list is the flat index."""
-    return list(_core.list_devices())
+    from ._icd import restore_environment
+
+    devices = list(_core.list_devices())
+    restore_environment()
+    return devices
 
 
 def _describe_all(devices: list[_core.DeviceInfo]) -> str:
