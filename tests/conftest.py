@@ -20,10 +20,3 @@ def ctx(cl_ctx: pyclperf.Context) -> pyclperf.Context:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng()
-
-
-@pytest.fixture
-def gpu_ctx(ctx: pyclperf.Context) -> pyclperf.Context:
-    if not ctx.info.is_gpu:
-        pytest.skip(f"needs a GPU; the device under test is {ctx.info.type} '{ctx.info.name}'")
-    return ctx

@@ -2,7 +2,6 @@
 pyclperf/Python exception naming the problem. Nothing crashes or hangs."""
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

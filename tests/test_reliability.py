@@ -1,7 +1,6 @@
 """Interrupted work keeps what finished; threads sweep correctly; misuse raises, never crashes."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

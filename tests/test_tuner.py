@@ -5,7 +5,6 @@ import json
 import numpy as np
 import pytest
 
-import pyclperf
 from pyclperf import stats
 from pyclperf.tuner import configurations, run_kernel, tune
 

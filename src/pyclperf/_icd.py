@@ -58,10 +58,10 @@ def restore_environment() -> None:
     once loaded (seen with driver 580 on an H200), so child processes, a second sweep or a
     notebook kernel started from this process would no longer see the GPU.
     """
-    if _ORIGINAL is not None and os.environ.get("OCL_ICD_FILENAMES") != _ORIGINAL:
+    if _ORIGINAL is not None:
+        # Assigning calls putenv even when os.environ (a copy) already holds the value: the
+        # driver changed the C environment, not Python's copy.
         os.environ["OCL_ICD_FILENAMES"] = _ORIGINAL
-    elif _ORIGINAL is not None:
-        os.putenv("OCL_ICD_FILENAMES", _ORIGINAL)  # os.environ is a copy; the C environ changed
 
 
 NOTE = configure()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -130,9 +130,3 @@ def _local(local_size: Any) -> list[int]:
 def ceil_to(n: int, multiple: int) -> int:
     """n rounded up to a multiple (NDRange helper)."""
     return -(-n // multiple) * multiple
-
-
-def global_for(items: Sequence[int] | int, local: Sequence[int] | int) -> list[int]:
-    """The smallest global size covering ``items`` that ``local`` divides."""
-    its, loc = _as_size(items, "items"), _as_size(local, "local size")
-    return [ceil_to(i, l) for i, l in zip(its, loc)]

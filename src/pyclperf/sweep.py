@@ -11,7 +11,6 @@ import datetime as _dt
 import os
 import platform
 import sys
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -153,7 +152,3 @@ def verdict(verify: bool, passed: bool, detail: str) -> dict[str, Any]:
         "status": OK if passed else WRONG,
         "error": "" if passed else detail,
     }
-
-
-def default_out_path(out_dir: str | os.PathLike[str], experiment: str) -> Path:
-    return Path(out_dir) / f"{experiment}.jsonl"

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import _core
-from .program import Kernel, LocalMemory
+from .program import Kernel, LocalMemory, ceil_to
 from .results import Results
 from .stats import summarize
 from .sweep import BUILD_FAILED, INVALID, OK, SKIPPED, WRONG, base_meta, classify, run_points
@@ -62,7 +62,7 @@ class KernelSpec:
         elif local is None:
             g = list(self.problem_size)
         else:
-            g = [math.ceil(p / l) * l for p, l in zip(self.problem_size, local)]
+            g = [ceil_to(p, l) for p, l in zip(self.problem_size, local)]
         return g, local
 
 
@@ -153,10 +153,6 @@ def check_outputs(bound: _Bound, verification: Verification) -> tuple[bool, str]
             return False, (f"argument {i}: {idx.size} of {got.size} elements differ; first at flat "
                            f"index {first}: got {got.ravel()[first]!r}, want {want.ravel()[first]!r}")
     return True, ""
-
-
-def _args_for(bound: _Bound) -> list[Any]:
-    return [d for d in bound.device]
 
 
 def _device_limit_problem(ctx: Any, local: list[int] | None) -> str:
@@ -341,7 +337,7 @@ def tune(
         if problem:
             return {**row, "status": SKIPPED, "error": f"device limit: {problem}"}
         bound.reset()
-        kernel.set_args(*_args_for(bound))
+        kernel.set_args(*bound.device)
         passed, detail = True, ""
         if checked:
             bound.poison(poisoned)
@@ -402,7 +398,7 @@ def run_kernel(
     config = dict(params or {})
     bound = _Bound(ctx, spec)
     kernel = ctx.program(spec.source, defines=config, options=options).kernel(kernel_name)
-    kernel.set_args(*_args_for(bound))
+    kernel.set_args(*bound.device)
     g, local = spec.ndrange(config)
     kernel.run(g, local)
     return [bound.fetch(i) if isinstance(a, np.ndarray) else a for i, a in enumerate(spec.args)]

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..checks import POISON_U32  # noqa: F401  (re-exported: experiments poison outputs with it)
 from ..peak import PeakBandwidth, theoretical
 from ..results import Results
 from ..sweep import TIMING_METHODS, base_meta, run_points, timed_row, verdict

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .base import POISON_U32, Experiment
+from ..checks import POISON_U32, compare, poison_device
+from .base import Experiment
 
 FLOAT = 4  # bytes
 
@@ -71,7 +72,7 @@ class _CopyPattern(Experiment):
         # Fresh random bits (any float, NaNs included): a copy must reproduce them exactly.
         data = self.rng.integers(0, 2**32, size=span, dtype=np.uint32)
         self.src.write(data)
-        self.dst.fill(np.array([POISON_U32]))
+        poison_device(self.dst)
         self._bind(v)
         self.kernel.run(self.items, self.local_size)
         out = np.empty(span, dtype=np.uint32)
@@ -79,12 +80,7 @@ class _CopyPattern(Experiment):
         expected = np.full(span, POISON_U32, dtype=np.uint32)
         touched = self.indices(v)
         expected[touched] = data[touched]
-        wrong = np.flatnonzero(out != expected)
-        if wrong.size == 0:
-            return True, ""
-        first = int(wrong[0])
-        return False, (f"{wrong.size} of {span} checked elements differ; first at {first}: "
-                       f"got {out[first]:#010x}, want {expected[first]:#010x}")
+        return compare(out, expected, "checked elements")
 
     def time(self, point: dict[str, Any], warmup: int, repeats: int, method: str) -> np.ndarray:
         self._bind(point[self.x])
