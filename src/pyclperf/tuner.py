@@ -179,31 +179,33 @@ def _kernel_limit_problem(kernel: Kernel, local: list[int] | None) -> str:
 def time_adaptively(kernel: Kernel, g: list[int], local: list[int] | None, *, warmup: int,
                     min_time_s: float, min_repeats: int, max_repeats: int,
                     reset: Callable[[], None] | None = None) -> np.ndarray:
-    """Event times (ns) of enough launches to fill ``min_time_s`` (within the repeat bounds).
+    """Event times (ns) of launches whose kernel time adds up to ``min_time_s`` (within the
+    repeat bounds).
 
     With ``reset``, outputs are restored before every launch; the event covers only the kernel,
     so the restoring copy never enters a figure.
     """
-    # A probe of min_repeats launches sizes the real run; one launch alone is too noisy.
-    probe: list[float]
-    if reset is None:
-        probe = list(kernel.time(g, local, warmup=warmup, repeats=min_repeats))
-    else:
-        for _ in range(warmup):
+    def batch(count: int) -> list[float]:
+        if reset is None:
+            return [float(t) for t in kernel.time(g, local, warmup=0, repeats=count)]
+        out = []
+        for _ in range(count):
             reset()
-            kernel.run(g, local)
-        probe = []
-        for _ in range(min_repeats):
+            out.append(float(kernel.time(g, local, warmup=0, repeats=1)[0]))
+        return out
+
+    for _ in range(warmup):
+        if reset is not None:
             reset()
-            probe.append(float(kernel.time(g, local, warmup=0, repeats=1)[0]))
-    per = max(float(np.median(probe)), 1.0)
-    n = int(min(max_repeats, max(min_repeats, math.ceil(min_time_s * 1e9 / per))))
-    if reset is None:
-        return kernel.time(g, local, warmup=0, repeats=n)
-    times = []
-    for _ in range(n):
-        reset()
-        times.append(kernel.time(g, local, warmup=0, repeats=1)[0])
+        kernel.run(g, local)
+    # Estimate from what is measured so far and top up: a single probe is not enough, since
+    # on a busy CPU device its first launches can be several times slower than the rest.
+    times = batch(min_repeats)
+    goal_ns = min_time_s * 1e9
+    while len(times) < max_repeats and sum(times) < goal_ns:
+        per = max(float(np.median(times)), 1.0)
+        need = math.ceil((goal_ns - sum(times)) / per)
+        times += batch(min(max_repeats - len(times), max(need, 1)))
     return np.asarray(times)
 
 
