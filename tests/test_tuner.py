@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+import pyclperf
 from pyclperf import stats
 from pyclperf.tuner import configurations, run_kernel, tune
 
@@ -164,3 +165,13 @@ def test_statistics_against_hand_computed_values():
         stats.summarize([])
     with pytest.raises(ValueError):
         stats.summarize([1.0, float("nan")])
+
+
+def test_a_shipped_kernel_file_is_found_by_name(ctx, rng):
+    src = rng.standard_normal(1024).astype(np.float32)
+    res = tune("vector.cl", "vector_copy_staged", 256, [np.empty_like(src), src],
+               {"ELEMENT": ["float4"], "PER_ITEM": [1], "block_size_x": [64]}, ctx=ctx,
+               answer=[src, None], min_time=0.0, min_repeats=1, max_repeats=1)
+    assert res.rows[0]["status"] == "ok", res.rows[0]["error"]
+    with pytest.raises(pyclperf.InvalidArgumentError, match="no_such.cl.*available"):
+        tune("no_such.cl", "k", 1, [], {"X": [1]}, ctx=ctx)

@@ -37,6 +37,7 @@ from .results import Results
 from .sources import kernel_source
 from .stats import bandwidth_gbps, summarize
 from .transfers import time_copy, time_transfer
+from .tuner import run_kernel, tune
 
 __version__ = "0.1.0"
 
@@ -64,9 +65,11 @@ __all__ = [
     "peak",
     "plot_bandwidth",
     "run",
+    "run_kernel",
     "save_plot",
     "select_device",
     "summarize",
     "time_copy",
     "time_transfer",
+    "tune",
 ]

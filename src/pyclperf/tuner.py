@@ -20,6 +20,7 @@ import numpy as np
 from . import _core
 from .program import Kernel, LocalMemory, ceil_to
 from .results import Results
+from .sources import kernel_source
 from .stats import summarize
 from .sweep import BUILD_FAILED, INVALID, OK, SKIPPED, WRONG, base_meta, classify, run_points
 
@@ -75,10 +76,16 @@ def _problem_size(problem_size: int | Sequence[int]) -> tuple[int, ...]:
 
 
 def _load_source(source: str | os.PathLike[str]) -> str:
+    """OpenCL C given as text, as a path to a .cl file, or as the name of a shipped kernel file."""
     text = os.fspath(source)
-    if "\n" not in text and text.endswith(".cl") and Path(text).is_file():
+    if "\n" in text or not text.endswith(".cl"):
+        return text
+    if Path(text).is_file():
         return Path(text).read_text(encoding="utf-8")
-    return text
+    try:
+        return kernel_source(text)
+    except FileNotFoundError as exc:
+        raise _core.InvalidArgumentError(f"{text!r} is not a path that exists here, and {exc}") from None
 
 
 def _poison_for(dtype: np.dtype) -> np.ndarray:
