@@ -31,7 +31,7 @@ from .context import Context
 from .devices import default_device, device_summary, list_devices, select_device
 from .experiments import names as experiment_names
 from .experiments import run
-from .plot import plot_bandwidth, save_plot
+from .plot import plot_bandwidth, plot_results, save_plot
 from .program import Kernel, LocalMemory, Program
 from .results import Results
 from .sources import kernel_source
@@ -64,6 +64,7 @@ __all__ = [
     "list_devices",
     "peak",
     "plot_bandwidth",
+    "plot_results",
     "run",
     "run_kernel",
     "save_plot",
