@@ -80,7 +80,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     if results.meta.get("conclusion"):
         print(results.meta["conclusion"])
-    if not args.no_plot and "gbps" in df and (df["status"] == "ok").any():
+    if not args.no_plot and "status" in df and (df["status"] == "ok").any():
         png = pyclperf.save_plot(results, out_dir / f"{args.experiment}.png")
         if png is not None:
             paths["png"] = Path(png)
