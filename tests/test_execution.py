@@ -34,6 +34,35 @@ def _device_env(ctx, monkeypatch):
     monkeypatch.setenv("PYCLPERF_DEVICE", f"{ctx.info.platform_index}:{ctx.info.device_index}")
 
 
+class CappedKernel:
+    """A kernel that reports a smaller CL_KERNEL_WORK_GROUP_SIZE, as a register-hungry kernel
+    does on a GPU."""
+
+    def __init__(self, kernel, cap):
+        self._kernel, self._cap = kernel, cap
+
+    def __getattr__(self, name):
+        return getattr(self._kernel, name)
+
+    def set_args(self, *args):
+        self._kernel.set_args(*args)
+        return self
+
+    def limits(self):
+        real = self._kernel.limits()
+        fields = ("preferred_multiple", "local_mem_bytes", "private_mem_bytes", "compile_work_group_size")
+        return SimpleNamespace(work_group_size=self._cap, **{f: getattr(real, f) for f in fields})
+
+
+class CappedProgram:
+    def __init__(self, program, cap):
+        self._program, self._cap = program, cap
+        self.build_log = program.build_log
+
+    def kernel(self, name):
+        return CappedKernel(self._program.kernel(name), self._cap)
+
+
 # --- blocksize ---------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -96,6 +125,15 @@ def test_a_wrong_matmul_is_caught(ctx):
     assert res.rows[0]["status"] == "wrong result"
     assert "beyond the tolerance" in res.rows[0]["error"]
     assert "no size verified" in res.meta["conclusion"]
+
+
+def test_sizes_over_the_kernel_limit_are_skipped_not_failed(ctx):
+    exp = BlockSize(ctx, items=BS_ITEMS, sizes=[32, 64], n=BS_N, kernels=["copy"])
+    exp.copy_kernel = CappedKernel(exp.copy_kernel, 32)
+    res = run_experiment(exp, **QUICK)
+    assert [r["status"] for r in res.rows] == ["ok", "skipped"]
+    assert "at most 32 work-items" in res.rows[1]["error"]
+    assert res.rows[1]["relative"] is None and "best work-group size 32" in res.meta["conclusion"]
 
 
 def test_blocksize_invalid_parameters(ctx):
@@ -272,6 +310,16 @@ def test_a_required_size_is_enforced_before_enqueue(ctx):
         LaunchBounds(ctx, items=LB_ITEMS, sizes=[64], lanes=0)
 
 
+def test_a_size_only_the_reqd_build_can_run(ctx):
+    exp = LaunchBounds(ctx, items=LB_ITEMS, sizes=[64, 128], steps=LB_STEPS, lanes=LB_LANES)
+    real = exp.program
+    exp.program = lambda b, s: CappedProgram(real(b, s), 64) if b == "none" else real(b, s)
+    res = run_experiment(exp, **QUICK)
+    assert [r["status"] for r in res.rows] == ["ok", "ok", "skipped", "ok"]
+    assert "only the reqd build ran at [128]" in res.meta["conclusion"]
+    assert "at most 64 work-items" in res.meta["conclusion"]
+
+
 WRONG_POLY = """
 __kernel void poly(__global float* out, __global const float* in, const int steps) {
     const size_t i = get_global_id(0);
@@ -308,7 +356,7 @@ def test_divergence_verifies_and_relates_to_the_baseline(divergence):
     assert np.allclose(df["slowdown"], df["median_ns"] / base)
     assert np.allclose(df["bytes"], 2 * 4 * DV_ITEMS)
     text = divergence.meta["conclusion"]
-    assert "Guide 6.1" in text and "warp size" in text
+    assert "Guide 6.1" in text and "warp size" in text and "divergence_free_from" in divergence.meta
 
 
 def test_divergence_reference(rng):

@@ -49,10 +49,6 @@ def nv_compute_capability(info: Any) -> tuple[int, int] | None:
     return (major, minor) if major >= 0 and minor >= 0 else None
 
 
-def is_nvidia(info: Any) -> bool:
-    return nv_compute_capability(info) is not None or "nvidia" in str(info.platform_name).lower()
-
-
 def warp_size(info: Any) -> int | None:
     """The device's warp size where the driver says (cl_nv_device_attribute_query), else None."""
     w = int(getattr(info, "nv_warp_size", -1))
@@ -103,8 +99,9 @@ def _report(text: str) -> RegisterReport:
 
 
 def verbose_build_options(info: Any) -> str:
-    """Build options that make the driver report registers in the build log ("" elsewhere)."""
-    return "-cl-nv-verbose" if is_nvidia(info) else ""
+    """Build options that make the driver report registers in the build log: NVIDIA's
+    -cl-nv-verbose where cl_nv_compiler_options is offered, "" elsewhere."""
+    return "-cl-nv-verbose" if info.has_extension("cl_nv_compiler_options") else ""
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,9 @@ class Divergence(Sweep):
             return
         serial = [r["granularity"] for r in rows if r["slowdown"] > SERIAL_THRESHOLD]
         free = [r["granularity"] for r in rows if r["slowdown"] <= SERIAL_THRESHOLD]
-        results.meta["serialised_below"] = min(free) if free and serial and max(serial) < min(free) else None
+        # The smallest granularity from which no branch costs time, where the data draw a line.
+        results.meta["divergence_free_from"] = (min(free) if free and serial and max(serial) < min(free)
+                                                else None)
         slow = ", ".join(f"{r['granularity']}: {r['slowdown']:.2f}x" for r in rows)
         if serial and free and max(serial) < min(free):
             verdict_text = (f"paths serialised up to granularity {max(serial)}, not from "

@@ -142,7 +142,7 @@ class Occupancy(Sweep):
                 continue
             best = max(rows, key=lambda r: r["gbps"])
             low = min(rows, key=lambda r: r[self.x])
-            unit = "%" if self.x == "occupancy_pct" else " groups/CU"
+            unit = "% occupancy" if self.x == "occupancy_pct" else " work-groups per compute unit"
             text = (f"work-groups of {size}: best {best['gbps']:.1f} GB/s at {best[self.x]:.4g}"
                     f"{unit}; at the lowest ({low[self.x]:.4g}{unit}) "
                     f"{100 * low['gbps'] / best['gbps']:.0f}% of it")
