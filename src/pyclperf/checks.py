@@ -51,6 +51,24 @@ def compare(got: np.ndarray, want: np.ndarray, what: str = "bytes") -> tuple[boo
                    f"got {got.reshape(-1)[first]!r}, want {want.reshape(-1)[first]!r}")
 
 
+def compare_close(got: np.ndarray, want: np.ndarray, tolerance: Any,
+                  what: str = "values") -> tuple[bool, str]:
+    """Like compare, for floats: each |got - want| must be within ``tolerance`` (absolute; a
+    scalar or one per element). NaN never passes, so a poisoned element left unwritten fails."""
+    if got.shape != want.shape:
+        return False, f"{what}: shape {got.shape} differs from the expected {want.shape}"
+    err = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    bad = ~(err <= np.broadcast_to(np.asarray(tolerance, dtype=np.float64), err.shape))
+    if not bad.any():
+        return True, ""
+    wrong = np.flatnonzero(bad.reshape(-1))
+    first = int(wrong[0])
+    tol = np.broadcast_to(np.asarray(tolerance, dtype=np.float64), err.shape).reshape(-1)[first]
+    return False, (f"{wrong.size} of {got.size} {what} differ beyond the tolerance; first at "
+                   f"{first}: got {got.reshape(-1)[first]!r}, want {want.reshape(-1)[first]!r} "
+                   f"(tolerance {tol:.3g})")
+
+
 def landed(out: np.ndarray, data: np.ndarray) -> tuple[bool, str]:
     """Whether ``out`` starts with ``data`` and keeps the poison after it (no overrun).
 

@@ -1,6 +1,6 @@
 """Figures from results records: bandwidth against the swept parameter (the Guide's Figures 3.7
-and 3.9), one line per mode (transfers), or one bar per variant. A record says which in
-``meta["plot"]``; records without it get plot_bandwidth."""
+and 3.9), one line per mode (transfers), one bar per variant, or any column per group (lines).
+A record says which in ``meta["plot"]``; records without it get plot_bandwidth."""
 
 from __future__ import annotations
 
@@ -135,12 +135,61 @@ def plot_bars(results: Results, label: str = "variant", ax: Any = None) -> Any:
     return fig
 
 
+def plot_lines(results: Results, y: str, ylabel: str, group: str | None = None,
+               mark: str | None = None, mark_label: str = "", logx: bool = False,
+               logy: bool = False, hlines: dict[str, Any] | None = None,
+               vlines: dict[str, Any] | None = None, label_format: str = "{}",
+               ax: Any = None) -> Any:
+    """Column ``y`` of the verified rows against ``meta['x']``, one line per value of ``group``
+    (labelled ``label_format.format(value)``).
+
+    Rows where the boolean column ``mark`` is true get a ring (e.g. work-group sizes that are a
+    multiple of the preferred multiple). ``hlines``/``vlines`` map a label to a number or to the
+    name of a meta entry holding one (e.g. the warp size); unknown ones are left out.
+    """
+    df = _rows_with(results, y)
+    x = results.meta["x"]
+    fig, ax = _axes(ax)
+    placed = df[df[x].notna()]
+    if logx:
+        placed = placed[placed[x] > 0]
+    ok = placed[(placed["status"] == "ok") & placed[y].notna()]
+    for name, rows in (ok.groupby(group, sort=False) if group else [(None, ok)]):
+        rows = rows.sort_values(x)
+        label = (label_format.format(name) if group
+                 else results.meta.get("device", {}).get("name", "device"))
+        line = ax.plot(rows[x], rows[y], marker="o", ms=3, label=label)[0]
+        if mark and mark in rows:
+            ringed = rows[rows[mark].astype(bool)]
+            ax.plot(ringed[x], ringed[y], "o", ms=8, mfc="none", color=line.get_color(),
+                    label=mark_label or mark)
+            mark_label = "_nolegend_"  # one legend entry for all groups
+    bad = placed[placed["status"] != "ok"]
+    if not bad.empty and not logy:
+        ax.plot(bad[x], np.zeros(len(bad)), "x", color="red", label="failed / not run")
+    for label, value in (hlines or {}).items():
+        value = results.meta.get(value) if isinstance(value, str) else value
+        if isinstance(value, (int, float)) and np.isfinite(value):
+            ax.axhline(value, ls="--", lw=1, color="gray")
+            ax.annotate(label, (0.01, value), xycoords=("axes fraction", "data"), fontsize=7,
+                        color="gray", va="bottom")
+    for label, value in (vlines or {}).items():
+        value = results.meta.get(value) if isinstance(value, str) else value
+        if isinstance(value, (int, float)) and np.isfinite(value):
+            ax.axvline(value, ls=":", lw=1, color="gray")
+            ax.annotate(label, (value, 0.98), xycoords=("data", "axes fraction"), fontsize=7,
+                        color="gray", ha="right", va="top", rotation=90)
+    _finish(ax, results, ylabel, logx, logy)
+    return fig
+
+
 def plot_results(results: Results) -> Any:
     """The record's own figure as ``meta['plot']`` describes it; None where it wants none."""
     spec = dict(results.meta.get("plot", {"kind": "bandwidth"}) or {"kind": None})
     kind = spec.pop("kind", None)
     draws: dict[str, Callable[..., Any]] = {"bandwidth": plot_bandwidth, "modes": plot_modes,
-                                            "columns": plot_columns, "bars": plot_bars}
+                                            "columns": plot_columns, "bars": plot_bars,
+                                            "lines": plot_lines}
     draw = draws.get(str(kind)) if kind else None
     return draw(results, **spec) if draw is not None else None
 

@@ -8,7 +8,11 @@ from typing import Any
 from ..results import Results
 from .base import Experiment, Sweep, run_experiment
 from .batching import Batching
+from .blocksize import BlockSize
 from .coalescing import OffsetCopy, StrideCopy
+from .divergence import Divergence
+from .launchbounds import LaunchBounds
+from .occupancy import Occupancy
 from .peak_bandwidth import PeakExperiment
 from .timers import Timers
 from .transfer import Transfer
@@ -18,6 +22,7 @@ REGISTRY: dict[str, type[Sweep]] = {
     cls.id: cls
     for cls in (OffsetCopy, StrideCopy, Transfer, Batching, Timers, PeakExperiment, VectorWidth)
 }
+REGISTRY.update({cls.id: cls for cls in (BlockSize, Occupancy, LaunchBounds, Divergence)})
 
 
 def names() -> list[str]:

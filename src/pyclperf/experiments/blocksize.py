@@ -1,0 +1,225 @@
+"""blocksize: the work-group size sweep of Guide 4.4 on a copy and on a naive matmul.
+
+The copy (kernels/copy.cl, offset 0) is bandwidth-bound; the matmul (kernels/blocksize.cl) reads
+its operands many times from global memory through the caches. Both are launched with each
+work-group size in turn: multiples of 32 up to the device's maximum plus a few that are not
+(16, 48, 200). The matmul's 2-D work-groups are (x, y) with x the largest divisor of the size up
+to 32 (a warp's width along a row) and y the rest. Each row records the kernel's preferred
+work-group multiple and whether the size is a multiple of it and of 32.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..checks import POISON_U32, compare, compare_close, poison_device
+from ..program import ceil_to
+from ..sweep import OK, SKIPPED, timed_row, verdict
+from .base import Sweep
+
+FLOAT = 4  # bytes
+KERNELS = ("copy", "matmul")
+NON_MULTIPLES = (16, 48, 200)  # sizes that are not multiples of 32 (or not powers of two)
+GUARD_ELEMENTS = 4096  # copy: elements past the copied range that must keep the poison
+GUIDE_RANGE = (128, 256)  # Guide 4.4: "between 128 and 256 threads per block" to start with
+
+
+def matmul_shape(size: int) -> tuple[int, int]:
+    """The 2-D work-group (x, y) for ``size`` work-items: x the largest divisor up to 32."""
+    x = max(d for d in range(1, min(size, 32) + 1) if size % d == 0)
+    return x, size // x
+
+
+def default_sizes(info: _core.DeviceInfo) -> list[int]:
+    """Multiples of 32 up to the device maximum plus NON_MULTIPLES on a GPU; on a CPU device,
+    where the sweep must take seconds, the powers of two from 32 to 1024 with 96 and those."""
+    top = int(info.max_work_group_size)
+    if info.is_gpu:
+        base = set(range(32, top + 1, 32))
+    else:
+        base = {32, 64, 96, 128, 256, 512, 1024}
+    return sorted(s for s in base | set(NON_MULTIPLES) if s <= top)
+
+
+class BlockSize(Sweep):
+    id = "blocksize"
+    title = "Work-group size: copy and naive matmul"
+    x = "local_size"
+    x_label = "work-group size (work-items)"
+    guide = "Guide 4.4 (thread and block heuristics)"
+    plot = {"kind": "lines", "y": "relative", "ylabel": "speed / the best size's speed",
+            "group": "kernel", "mark": "multiple_of_preferred",
+            "mark_label": "multiple of the preferred work-group multiple", "logx": True,
+            "vlines": {"Guide: 128": 128, "Guide: 256": 256}}
+    size_arg, values_arg, local_size_arg = "items", "sizes", None
+
+    def __init__(self, ctx: Any, items: int | None = None, sizes: Sequence[int] | None = None,
+                 n: int | None = None, kernels: Sequence[str] = KERNELS) -> None:
+        """``items``: floats the copy moves (rounded down to whole work-groups at each size);
+        ``n``: the matmul's matrix order; ``sizes``: work-group sizes to sweep."""
+        super().__init__(ctx)
+        info = ctx.info
+        self.kernels = [str(k) for k in kernels]
+        unknown = [k for k in self.kernels if k not in KERNELS]
+        if unknown or not self.kernels:
+            raise _core.InvalidArgumentError(f"{self.id}: unknown kernel(s) {unknown}; known: {KERNELS}")
+        self.sizes = [int(s) for s in (sizes if sizes is not None else default_sizes(info))]
+        if not self.sizes or min(self.sizes) <= 0:
+            raise _core.InvalidArgumentError(f"{self.id}: work-group sizes must be positive, got {self.sizes}")
+        too_big = [s for s in self.sizes if s > info.max_work_group_size]
+        if too_big:
+            raise _core.InvalidArgumentError(
+                f"{self.id}: work-group size(s) {too_big} exceed the device's limit of "
+                f"{info.max_work_group_size} (CL_DEVICE_MAX_WORK_GROUP_SIZE)")
+        self.items = int(items) if items is not None else (1 << 25 if info.is_gpu else 1 << 18)
+        if self.items < max(self.sizes):
+            raise _core.InvalidArgumentError(
+                f"{self.id}: {self.items} items are fewer than the largest work-group "
+                f"({max(self.sizes)})")
+        self.n = int(n) if n is not None else (2048 if info.is_gpu else 128)
+        if self.n <= 0:
+            raise _core.InvalidArgumentError(f"{self.id}: matrix order must be positive, got {self.n}")
+        capacity = (self.items + GUARD_ELEMENTS) * FLOAT
+        if max(capacity, self.n * self.n * FLOAT) > info.max_alloc_bytes:
+            raise _core.InvalidArgumentError(
+                f"{self.id}: buffers of {capacity} bytes (copy) or {self.n ** 2 * FLOAT} bytes "
+                f"(matmul) exceed the device's largest allocation of {info.max_alloc_bytes}")
+        self.rng = np.random.default_rng()
+        if "copy" in self.kernels:
+            self.copy_kernel = ctx.program(file="copy.cl").kernel("offset_copy")
+            self.src, self.dst = ctx.buffer(capacity), ctx.buffer(capacity)
+        if "matmul" in self.kernels:
+            self.matmul_kernel = ctx.program(file="blocksize.cl").kernel("matmul")
+            self.a, self.b, self.c = (ctx.buffer(self.n * self.n * FLOAT) for _ in range(3))
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "items": self.items, "n": self.n, "sizes": self.sizes,
+                "matmul_flops": 2 * self.n ** 3,
+                "note": "copy rows: effective bandwidth (GB/s); matmul rows: GFLOP/s = 2 n^3 / "
+                        "time (bytes = the 3 n^2 floats it must read and write); 'relative' = "
+                        "each row's speed over its kernel's best"}
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"kernel": k, "local_size": s} for k in self.kernels for s in self.sizes]
+
+    def peak_kind(self, row: dict[str, Any]) -> str | None:
+        return "dram" if row.get("kernel") == "copy" else None
+
+    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
+                verify: bool) -> dict[str, Any]:
+        size = int(point["local_size"])
+        kernel = self.copy_kernel if point["kernel"] == "copy" else self.matmul_kernel
+        limits = kernel.limits()
+        pm = int(limits.preferred_multiple)
+        row: dict[str, Any] = {"preferred_multiple": pm,
+                               "multiple_of_preferred": size % pm == 0,
+                               "multiple_of_32": size % 32 == 0,
+                               "kernel_max_work_group_size": int(limits.work_group_size)}
+        if size > limits.work_group_size:
+            # The compiled kernel cannot run groups this large here (registers, usually): a
+            # property of the device, reported rather than failed.
+            return {**row, "status": SKIPPED,
+                    "error": f"kernel '{kernel.name}' accepts at most {limits.work_group_size} "
+                             "work-items per group on this device (CL_KERNEL_WORK_GROUP_SIZE)"}
+        if point["kernel"] == "copy":
+            row.update(self._copy(size, warmup, repeats, method, verify))
+        else:
+            row.update(self._matmul(size, warmup, repeats, method, verify))
+        return row
+
+    def _copy(self, size: int, warmup: int, repeats: int, method: str,
+              verify: bool) -> dict[str, Any]:
+        items = self.items // size * size
+        self.copy_kernel.set_args(self.dst, self.src, np.int32(0))
+        passed, detail = self._verify_copy(items, size) if verify else (True, "not verified")
+        times = self.copy_kernel.time(items, size, warmup=warmup, repeats=repeats, method=method)
+        row = {"items": items, "shape": str(size), "work_groups": items // size,
+               **timed_row(times, 2 * items * FLOAT, method)}
+        row["metric"] = row["gbps"]
+        return {**row, **verdict(verify, passed, detail)}
+
+    def _verify_copy(self, items: int, size: int) -> tuple[bool, str]:
+        span = items + GUARD_ELEMENTS
+        data = self.rng.integers(0, 2**32, size=span, dtype=np.uint32)
+        self.src.write(data)
+        poison_device(self.dst)
+        self.copy_kernel.run(items, size)
+        out = np.empty(span, np.uint32)
+        self.dst.read(out)
+        want = data.copy()
+        want[items:] = POISON_U32
+        return compare(out, want, "copied floats")
+
+    def _matmul(self, size: int, warmup: int, repeats: int, method: str,
+                verify: bool) -> dict[str, Any]:
+        x, y = matmul_shape(size)
+        n = self.n
+        global_size = [ceil_to(n, x), ceil_to(n, y)]
+        self.matmul_kernel.set_args(self.c, self.a, self.b, np.int32(n))
+        passed, detail = self._verify_matmul(global_size, [x, y]) if verify else (True, "not verified")
+        times = self.matmul_kernel.time(global_size, [x, y], warmup=warmup, repeats=repeats, method=method)
+        row = {"items": n * n, "shape": f"{x}x{y}",
+               "work_groups": (global_size[0] // x) * (global_size[1] // y),
+               **timed_row(times, 3 * n * n * FLOAT, method)}
+        row["gflops"] = 2 * n ** 3 / row["median_ns"] if row["median_ns"] > 0 else float("nan")
+        row["metric"] = row["gflops"]
+        return {**row, **verdict(verify, passed, detail)}
+
+    def _verify_matmul(self, global_size: list[int], local: list[int]) -> tuple[bool, str]:
+        n = self.n
+        a = self.rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        b = self.rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        self.a.write(a)
+        self.b.write(b)
+        poison_device(self.c)
+        self.matmul_kernel.run(global_size, local)
+        got = np.empty((n, n), np.float32)
+        self.c.read(got)
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        # A float32 dot product of n terms, in any order, is within about n unit roundoffs of
+        # the exact sum of |terms| (with a factor of 2 to spare).
+        tolerance = 2 * n * 2.0**-24 * (np.abs(a64) @ np.abs(b64))
+        return compare_close(got, a64 @ b64, tolerance, "elements of C")
+
+    def finish(self, results: Any) -> None:
+        """Each row's speed relative to its kernel's best; the winner against the Guide."""
+        parts = []
+        for kernel in self.kernels:
+            rows = [r for r in results.rows if r.get("kernel") == kernel]
+            good = [r for r in rows if r.get("status") == OK and r.get("metric")]
+            for r in rows:
+                r["relative"] = None
+            if not good:
+                parts.append(f"{kernel}: no size verified")
+                continue
+            best = max(good, key=lambda r: r["metric"])
+            for r in good:
+                r["relative"] = r["metric"] / best["metric"]
+            unit = "GB/s" if kernel == "copy" else "GFLOP/s"
+            results.meta[f"best_{kernel}_local_size"] = best["local_size"]
+            text = (f"{kernel}: best work-group size {best['local_size']} ({best['metric']:.1f} "
+                    f"{unit}, {'a' if best['multiple_of_preferred'] else 'not a'} multiple of the "
+                    f"preferred {best['preferred_multiple']})")
+            in_range = [r for r in good if GUIDE_RANGE[0] <= r["local_size"] <= GUIDE_RANGE[1]
+                        and r["multiple_of_32"]]
+            if in_range:
+                guide = max(in_range, key=lambda r: r["metric"])
+                text += (f"; the best in the Guide's 128-256 range ({guide['local_size']}) reaches "
+                         f"{100 * guide['relative']:.0f}% of it")
+            odd = [r["relative"] for r in good if not r["multiple_of_32"]]
+            if odd:
+                text += f"; sizes not a multiple of 32 average {100 * np.mean(odd):.0f}%"
+            parts.append(text)
+        results.meta["conclusion"] = (
+            "; ".join(parts) + ". Guide 4.4: a multiple of 32 (the warp), at least 64, and "
+            "128-256 as a good first choice.")
+
+    @classmethod
+    def summary(cls, results: Any) -> Any:
+        df = results.df
+        cols = ["kernel", "local_size", "shape", "multiple_of_preferred", "status", "median_ns",
+                "gbps", "gflops", "relative"]
+        return df[[c for c in cols if c in df]]

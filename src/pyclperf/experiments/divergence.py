@@ -1,0 +1,166 @@
+"""divergence: branching on the work-item id at granularity 1, 2, 4 ... 64 (Guide 6.1).
+
+kernels/divergence.cl's ``branch`` sends runs of ``granularity`` consecutive work-items down one
+of two paths of equal work; ``no_branch`` sends every work-item down the first path. Where a run
+is shorter than a warp, a warp holds both paths and executes them one after the other, so the
+Guide predicts about twice the baseline's time below the warp size and the baseline's time from
+it up. Each row's ``slowdown`` is its time over the baseline's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..checks import compare_close, poison_device
+from ..limits import warp_size
+from ..sweep import OK, timed_row, verdict
+from .base import Sweep
+
+FLOAT = 4
+GRANULARITIES = (1, 2, 4, 8, 16, 32, 64)
+BASELINE = "no branch"
+# The kernel's two recurrences: path A x -> RA x + KA, path B x -> KB - RB x, summing every x.
+PATH_A = (0.75, 0.125)
+PATH_B = (-0.5, 0.375)
+SERIAL_THRESHOLD = 1.25  # a slowdown above this counts as serialised paths
+
+
+def path_sum(x: np.ndarray, iters: int, r: float, k: float) -> np.ndarray:
+    """sum_{j=1..iters} x_j for x_{j+1} = r x_j + k, x_0 = x, in closed form (float64)."""
+    c = k / (1 - r)  # the fixed point
+    return iters * c + (x.astype(np.float64) - c) * r * (1 - r**iters) / (1 - r)
+
+
+def reference(x: np.ndarray, local_size: int, granularity: int, iters: int) -> np.ndarray:
+    """What ``branch`` (granularity > 0) or ``no_branch`` (granularity 0) writes for input x."""
+    a = path_sum(x, iters, *PATH_A)
+    if granularity == 0:
+        return a
+    lid = np.arange(x.size) % local_size
+    return np.where((lid // granularity) % 2 == 1, path_sum(x, iters, *PATH_B), a)
+
+
+class Divergence(Sweep):
+    id = "divergence"
+    title = "Branch divergence by granularity"
+    x = "granularity"
+    x_label = "branch granularity (consecutive work-items on one path)"
+    guide = "Guide 6.1 (branching and divergence)"
+    plot = {"kind": "lines", "y": "slowdown", "ylabel": "time / no-branch time", "logx": True,
+            "hlines": {"no branch": 1.0, "both paths serialised": 2.0},
+            "vlines": {"warp size": "warp_size"}}
+    size_arg, values_arg, local_size_arg = "items", "granularities", "local_size"
+
+    def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256,
+                 granularities: Sequence[int] | None = None, iters: int | None = None) -> None:
+        """``items``: work-items per launch; ``iters``: loop trips of each path."""
+        super().__init__(ctx)
+        info = ctx.info
+        self.granularities = [int(g) for g in (granularities if granularities is not None
+                                                else GRANULARITIES)]
+        self.local_size = int(local_size)
+        if not self.granularities or min(self.granularities) < 1:
+            raise _core.InvalidArgumentError(
+                f"{self.id}: granularities must be >= 1, got {self.granularities}")
+        if self.local_size < 2 * max(self.granularities) or self.local_size > info.max_work_group_size:
+            raise _core.InvalidArgumentError(
+                f"{self.id}: the work-group size ({self.local_size}) must be at least twice the "
+                f"largest granularity ({max(self.granularities)}), so both paths occur in a "
+                f"work-group, and at most {info.max_work_group_size}")
+        self.items = int(items) if items is not None else (1 << 24 if info.is_gpu else 1 << 15)
+        if self.items <= 0 or self.items % self.local_size:
+            raise _core.InvalidArgumentError(
+                f"{self.id}: {self.items} items is not a positive multiple of the work-group "
+                f"size {self.local_size}")
+        self.iters = int(iters) if iters is not None else (256 if info.is_gpu else 32)
+        if not 1 <= self.iters <= 1 << 16:
+            raise _core.InvalidArgumentError(f"{self.id}: iters must lie in 1..65536, got {self.iters}")
+        if self.items * FLOAT > info.max_alloc_bytes:
+            raise _core.InvalidArgumentError(f"{self.id}: {self.items} floats exceed the largest allocation")
+        program = ctx.program(file="divergence.cl")
+        self.branch = program.kernel("branch")
+        self.no_branch = program.kernel("no_branch")
+        self.src, self.dst = ctx.buffer(self.items * FLOAT), ctx.buffer(self.items * FLOAT)
+        self.rng = np.random.default_rng()
+        self.baseline_ns: float | None = None
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "items": self.items, "local_size": self.local_size,
+                "iters": self.iters, "warp_size": warp_size(self.ctx.info),
+                "note": "slowdown = median time / the no-branch kernel's median time; "
+                        "warp_size is the driver's (NVIDIA), None where it does not say"}
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"variant": BASELINE, "granularity": 0}] + [
+            {"variant": "branch", "granularity": g} for g in self.granularities]
+
+    def peak_kind(self, row: dict[str, Any]) -> str | None:
+        return None  # arithmetic-bound
+
+    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
+                verify: bool) -> dict[str, Any]:
+        g = int(point["granularity"])
+        if g == 0:
+            kernel = self.no_branch.set_args(self.dst, self.src, np.int32(self.iters))
+        else:
+            kernel = self.branch.set_args(self.dst, self.src, np.int32(self.iters), np.uint32(g))
+        passed, detail = self._verify(kernel, g) if verify else (True, "not verified")
+        times = kernel.time(self.items, self.local_size, warmup=warmup, repeats=repeats,
+                            method=method)
+        row: dict[str, Any] = {"items": self.items, "local_size": self.local_size,
+                               "iters": self.iters,
+                               **timed_row(times, 2 * self.items * FLOAT, method)}
+        row.update(verdict(verify, passed, detail))
+        if g == 0:
+            self.baseline_ns = row["median_ns"] if row["status"] == OK else None
+        row["slowdown"] = (row["median_ns"] / self.baseline_ns
+                           if self.baseline_ns and row["status"] == OK else None)
+        return row
+
+    def _verify(self, kernel: Any, granularity: int) -> tuple[bool, str]:
+        x = self.rng.random(self.items, dtype=np.float32)
+        self.src.write(x)
+        poison_device(self.dst)
+        kernel.run(self.items, self.local_size)
+        got = np.empty(self.items, np.float32)
+        self.dst.read(got)
+        want = reference(x, self.local_size, granularity, self.iters)
+        # A float32 running sum of iters terms of similar size: a few roundoffs per term.
+        tolerance = 4 * (self.iters + 8) * 2.0**-24 * np.abs(want) + 1e-6
+        return compare_close(got, want, tolerance, "outputs")
+
+    def finish(self, results: Any) -> None:
+        rows = [r for r in results.rows if r.get("variant") == "branch" and r.get("status") == OK
+                and r.get("slowdown") is not None]
+        warp = warp_size(self.ctx.info)
+        warp_text = f"the warp size is {warp}" if warp else "the warp size is unknown here (32 on NVIDIA)"
+        if not rows:
+            results.meta["conclusion"] = f"no branch point verified against a baseline; {warp_text}"
+            return
+        serial = [r["granularity"] for r in rows if r["slowdown"] > SERIAL_THRESHOLD]
+        free = [r["granularity"] for r in rows if r["slowdown"] <= SERIAL_THRESHOLD]
+        # The smallest granularity from which no branch costs time, where the data draw a line.
+        results.meta["divergence_free_from"] = (min(free) if free and serial and max(serial) < min(free)
+                                                else None)
+        slow = ", ".join(f"{r['granularity']}: {r['slowdown']:.2f}x" for r in rows)
+        if serial and free and max(serial) < min(free):
+            verdict_text = (f"paths serialised up to granularity {max(serial)}, not from "
+                            f"{min(free)} on")
+        elif serial:
+            verdict_text = f"slowdown over {SERIAL_THRESHOLD}x at granularities {serial}"
+        else:
+            verdict_text = f"no granularity slower than {SERIAL_THRESHOLD}x the baseline"
+        results.meta["conclusion"] = (
+            f"time over the no-branch baseline by granularity: {slow}; {verdict_text}; "
+            f"{warp_text}. Guide 6.1: a warp whose work-items take different paths runs them "
+            "one after the other, so granularities below the warp size should take about twice "
+            "as long and those from the warp size up should not.")
+
+    @classmethod
+    def summary(cls, results: Any) -> Any:
+        df = results.df
+        cols = ["variant", "granularity", "status", "median_ns", "spread_pct", "slowdown"]
+        return df[[c for c in cols if c in df]]

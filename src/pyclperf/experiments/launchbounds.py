@@ -1,0 +1,178 @@
+"""launchbounds: the same kernel with and without reqd_work_group_size (Quasar 9.9).
+
+kernels/launchbounds.cl keeps LANES accumulators per work-item live through a loop of cubic
+evaluations, so its register count grows with LANES. Built with ``-D REQD=X`` it carries
+``__attribute__((reqd_work_group_size(X, 1, 1)))`` (OpenCL's form of CUDA's launch bounds): the
+compiler may then budget registers for exactly X work-items. Without it the kernel must run at
+any size the device allows. Each X is launched with local size X in both builds. Rows record
+what the runtime reports about each build: the required size (CL_KERNEL_COMPILE_WORK_GROUP_SIZE),
+the largest work-group it accepts, its private memory and, on NVIDIA (-cl-nv-verbose), the
+registers and spills ptxas reports.
+"""
+
+from __future__ import annotations
+
+from math import comb
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..checks import compare_close, poison_device
+from ..limits import parse_registers, verbose_build_options
+from ..sweep import OK, SKIPPED, timed_row, verdict
+from .base import Sweep
+
+FLOAT = 4
+BOUNDS = ("none", "reqd")
+STEP_GAP, LANE_GAP = 2.0**-9, 2.0**-7  # the kernel's defaults, exact in float32
+COEFFS = (0.5, 0.25, 0.125, 0.0625)  # p(y) = C0 + C1 y + C2 y^2 + C3 y^3, as in the kernel
+
+
+def reference(x: np.ndarray, steps: int, lanes: int) -> np.ndarray:
+    """The kernel's output in float64: sum over steps s and lanes l of p(x + s*STEP_GAP +
+    l*LANE_GAP), through the moments of the offsets (a cubic in x; no loop over steps)."""
+    offsets = (np.arange(steps)[:, None] * STEP_GAP + np.arange(lanes)[None, :] * LANE_GAP).ravel()
+    moments = [float(np.sum(offsets ** m)) for m in range(4)]
+    x = x.astype(np.float64)
+    out = np.zeros_like(x)
+    for j, c in enumerate(COEFFS):
+        for m in range(j + 1):
+            out += c * comb(j, m) * moments[m] * x ** (j - m)
+    return out
+
+
+def flops_per_item(steps: int, lanes: int) -> int:
+    """Per step: t = x + s*gap (2); per lane: y = t + offset (1), Horner's cubic as three
+    multiply-adds (6), the accumulation (1)."""
+    return steps * (2 + 8 * lanes)
+
+
+class LaunchBounds(Sweep):
+    id = "launchbounds"
+    title = "reqd_work_group_size vs none (launch bounds)"
+    x = "work_group_size"
+    x_label = "work-group size (work-items)"
+    guide = "Quasar 9.9 (kernel launch bounds); Guide 4.2 (registers and occupancy)"
+    plot = {"kind": "lines", "y": "gflops", "ylabel": "GFLOP/s", "group": "bounds", "logx": True}
+    size_arg, values_arg, local_size_arg = "items", "sizes", None
+
+    def __init__(self, ctx: Any, items: int | None = None, sizes: Sequence[int] | None = None,
+                 lanes: int | None = None, steps: int | None = None) -> None:
+        """``items``: work-items per launch; ``sizes``: the work-group sizes X; ``lanes``:
+        accumulators per work-item (register pressure); ``steps``: loop trips."""
+        super().__init__(ctx)
+        info = ctx.info
+        top = int(info.max_work_group_size)
+        if sizes is None:
+            sizes = [s for s in ((64, 128, 256, 512, 1024) if info.is_gpu else (64, 256)) if s <= top]
+        self.sizes = [int(s) for s in sizes]
+        if not self.sizes or min(self.sizes) < 1 or max(self.sizes) > top:
+            raise _core.InvalidArgumentError(f"{self.id}: work-group sizes {self.sizes} must lie in 1..{top}")
+        self.items = int(items) if items is not None else (1 << 23 if info.is_gpu else 1 << 12)
+        bad = [s for s in self.sizes if self.items <= 0 or self.items % s]
+        if bad:
+            raise _core.InvalidArgumentError(
+                f"{self.id}: {self.items} items is not a positive multiple of work-group size(s) {bad}")
+        self.lanes = int(lanes) if lanes is not None else (64 if info.is_gpu else 8)
+        self.steps = int(steps) if steps is not None else (128 if info.is_gpu else 16)
+        if not 1 <= self.lanes <= 256 or not 1 <= self.steps <= 4096:
+            raise _core.InvalidArgumentError(
+                f"{self.id}: lanes must lie in 1..256 and steps in 1..4096, got {self.lanes}, {self.steps}")
+        if self.items * FLOAT > info.max_alloc_bytes:
+            raise _core.InvalidArgumentError(f"{self.id}: {self.items} floats exceed the largest allocation")
+        self.src, self.dst = ctx.buffer(self.items * FLOAT), ctx.buffer(self.items * FLOAT)
+        self.rng = np.random.default_rng()
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "items": self.items, "lanes": self.lanes, "steps": self.steps,
+                "flops_per_item": flops_per_item(self.steps, self.lanes),
+                "note": "gflops counts a multiply-add as 2 flops; 'none' and 'reqd' builds are "
+                        "launched with the same local size"}
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"work_group_size": s, "bounds": b} for s in self.sizes for b in BOUNDS]
+
+    def peak_kind(self, row: dict[str, Any]) -> str | None:
+        return None  # arithmetic-bound: no memory ceiling applies
+
+    def program(self, bounds: str, size: int) -> Any:
+        defines: dict[str, Any] = {"LANES": self.lanes}
+        if bounds == "reqd":
+            defines["REQD"] = size
+        return self.ctx.program(file="launchbounds.cl", defines=defines,
+                                options=verbose_build_options(self.ctx.info))
+
+    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
+                verify: bool) -> dict[str, Any]:
+        size, bounds = int(point["work_group_size"]), point["bounds"]
+        program = self.program(bounds, size)
+        kernel = program.kernel("poly").set_args(self.dst, self.src, np.int32(self.steps))
+        limits = kernel.limits()
+        reqd = [int(v) for v in limits.compile_work_group_size]
+        regs = parse_registers(program.build_log, "poly")
+        row: dict[str, Any] = {
+            "items": self.items, "lanes": self.lanes, "steps": self.steps,
+            "compile_work_group_size": ",".join(map(str, reqd)),
+            "reqd_reported": reqd[:1] == [size] if bounds == "reqd" else not any(reqd),
+            "kernel_max_work_group_size": int(limits.work_group_size),
+            "private_mem_bytes": int(limits.private_mem_bytes),
+            "registers": regs.registers, "spill_store_bytes": regs.spill_store_bytes,
+            "spill_load_bytes": regs.spill_load_bytes}
+        if size > limits.work_group_size:
+            # Without the promise the compiler may use more registers than a group of this
+            # size can have: the runtime refuses it. One of the effects measured, not a failure.
+            return {**row, "status": SKIPPED,
+                    "error": f"this build accepts at most {limits.work_group_size} work-items per "
+                             "group on this device (CL_KERNEL_WORK_GROUP_SIZE)"}
+        passed, detail = self._verify(kernel, size) if verify else (True, "not verified")
+        times = kernel.time(self.items, size, warmup=warmup, repeats=repeats, method=method)
+        row.update(timed_row(times, 2 * self.items * FLOAT, method))
+        flops = self.items * flops_per_item(self.steps, self.lanes)
+        row["gflops"] = flops / row["median_ns"] if row["median_ns"] > 0 else float("nan")
+        return {**row, **verdict(verify, passed, detail)}
+
+    def _verify(self, kernel: Any, size: int) -> tuple[bool, str]:
+        x = self.rng.random(self.items, dtype=np.float32)
+        self.src.write(x)
+        poison_device(self.dst)
+        kernel.run(self.items, size)
+        got = np.empty(self.items, np.float32)
+        self.dst.read(got)
+        want = reference(x, self.steps, self.lanes)
+        # Every term is positive: float32 sums of steps + lanes terms stay within a few unit
+        # roundoffs per term of the exact value.
+        tolerance = 4 * (self.steps + self.lanes + 8) * 2.0**-24 * np.abs(want)
+        return compare_close(got, want, tolerance, "outputs")
+
+    def finish(self, results: Any) -> None:
+        ok = {(r["work_group_size"], r["bounds"]): r for r in results.rows if r.get("status") == OK}
+        ratios, only = [], []
+        for size in self.sizes:
+            none, reqd = ok.get((size, "none")), ok.get((size, "reqd"))
+            if none and reqd:
+                ratios.append(f"{size}: {reqd['gflops'] / none['gflops']:.2f}x")
+            elif reqd and not none:
+                only.append(size)
+        results.meta["reqd_over_none"] = ratios
+        text = ("reqd_work_group_size over none (GFLOP/s ratio) at " + ", ".join(ratios)
+                if ratios else "no size verified in both builds")
+        if only:
+            limit = min(r["kernel_max_work_group_size"] for r in results.rows
+                        if r.get("bounds") == "none" and "kernel_max_work_group_size" in r)
+            text += (f"; only the reqd build ran at {only} (the build without it accepts at most "
+                     f"{limit} work-items per group)")
+        regs = {(r["work_group_size"], r["bounds"]): r.get("registers") for r in results.rows
+                if r.get("registers") is not None}
+        if regs:
+            text += "; registers per work-item: " + ", ".join(
+                f"{s} {b}: {v}" for (s, b), v in sorted(regs.items()))
+        results.meta["conclusion"] = (
+            text + ". Quasar 9.9: 20-30% or more from tuning registers and threads per block.")
+
+    @classmethod
+    def summary(cls, results: Any) -> Any:
+        df = results.df
+        cols = ["work_group_size", "bounds", "compile_work_group_size", "kernel_max_work_group_size",
+                "registers", "spill_store_bytes", "private_mem_bytes", "status", "median_ns", "gflops"]
+        return df[[c for c in cols if c in df]]
