@@ -6,9 +6,11 @@ import os
 from typing import Any
 
 from ..results import Results
+from .banks import Banks
 from .base import Experiment, Sweep, run_experiment
 from .batching import Batching
 from .coalescing import OffsetCopy, StrideCopy
+from .matmul import AAT, MatMul, Tiling
 from .peak_bandwidth import PeakExperiment
 from .timers import Timers
 from .transfer import Transfer
@@ -18,6 +20,7 @@ REGISTRY: dict[str, type[Sweep]] = {
     cls.id: cls
     for cls in (OffsetCopy, StrideCopy, Transfer, Batching, Timers, PeakExperiment, VectorWidth)
 }
+REGISTRY.update({cls.id: cls for cls in (MatMul, AAT, Tiling, Banks)})
 
 
 def names() -> list[str]:
