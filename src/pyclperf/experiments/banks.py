@@ -32,7 +32,7 @@ class Banks(Sweep):
     x_label = "stride (32-bit words between neighbouring work-items)"
     guide = "Guide 3.2.2.1; Slides 'Shared Memory Architecture', 'Bank Conflicts'"
     plot = {"kind": "model", "group": "layout", "value": "slowdown", "model": "conflict_degree",
-            "ylabel": "time / time of stride 1 (measured)  ·  conflict degree (model, dashed)"}
+            "ylabel": "time / plain stride 1 (solid); conflict degree (dashed)"}
     size_arg, values_arg, local_size_arg = "items", "strides", "local_size"
     STRIDES = list(range(1, 33)) + [33, 48, 64, 65, 128, 256]
 
