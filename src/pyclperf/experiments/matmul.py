@@ -116,7 +116,7 @@ class _Product(Sweep):
             raise _core.InvalidArgumentError(
                 f"{self.id}: a {self.tile} x {self.tile} work-group needs {self.tile ** 2} "
                 f"work-items; the device allows {info.max_work_group_size}")
-        if 2 * (self.tile + 1) * self.tile * FLOAT > info.local_mem_bytes:
+        if 3 * (self.tile + 1) * self.tile * FLOAT > info.local_mem_bytes:  # the most any kernel takes
             raise _core.InvalidArgumentError(
                 f"{self.id}: tile {self.tile} needs more local memory than the device's "
                 f"{info.local_mem_bytes} bytes")
