@@ -120,16 +120,18 @@ def _finish(ax: Any, results: Results, ylabel: str, logx: bool, logy: bool) -> N
     ax.legend(fontsize=7)
 
 
-def plot_bars(results: Results, label: str = "variant", ax: Any = None) -> Any:
-    """One horizontal bar per row: median bandwidth, labelled by ``label``; failed rows red."""
+def plot_bars(results: Results, label: str = "variant", ax: Any = None, value: str = "gbps",
+              xlabel: str = "effective bandwidth (GB/s)") -> Any:
+    """One horizontal bar per row: the median's ``value`` (bandwidth unless told), labelled by
+    ``label``; failed rows red."""
     df = results.df
-    if df.empty or label not in df or "gbps" not in df:
-        raise ValueError("results have no bandwidth rows to plot")
+    if df.empty or label not in df or value not in df:
+        raise ValueError(f"results have no {value} rows to plot")
     fig, ax = _axes(ax, figsize=(7, 0.3 * len(df) + 1.5))
     colors = ["tab:blue" if s == "ok" else "tab:red" for s in df["status"]]
-    ax.barh(df[label].astype(str), np.nan_to_num(df["gbps"], nan=0.0), color=colors)
+    ax.barh(df[label].astype(str), np.nan_to_num(df[value], nan=0.0), color=colors)
     ax.invert_yaxis()
-    ax.set_xlabel("effective bandwidth (GB/s)")
+    ax.set_xlabel(xlabel)
     _title(ax, results)
     ax.grid(True, axis="x", alpha=0.3)
     return fig
@@ -183,13 +185,30 @@ def plot_lines(results: Results, y: str, ylabel: str, group: str | None = None,
     return fig
 
 
+def plot_model(results: Results, group: str, value: str, model: str, ylabel: str = "",
+               ax: Any = None, logx: bool = True, logy: bool = True) -> Any:
+    """A measured column of the verified rows against ``meta['x']``, one solid line per value of
+    ``group``, each beside the prediction in column ``model`` (dashed, same colour)."""
+    df = _rows_with(results, group, value, model)
+    x = results.meta["x"]
+    fig, ax = _axes(ax)
+    ok = df[df["status"] == "ok"]
+    for name, rows in ok.groupby(group, sort=False):
+        rows = rows.sort_values(x)
+        line = ax.plot(rows[x], rows[value], marker="o", ms=3, label=f"{name}: measured")[0]
+        ax.plot(rows[x], rows[model], ls="--", lw=1, color=line.get_color(),
+                label=f"{name}: {model.replace('_', ' ')}")
+    _finish(ax, results, ylabel or value, logx, logy)
+    return fig
+
+
 def plot_results(results: Results) -> Any:
     """The record's own figure as ``meta['plot']`` describes it; None where it wants none."""
     spec = dict(results.meta.get("plot", {"kind": "bandwidth"}) or {"kind": None})
     kind = spec.pop("kind", None)
     draws: dict[str, Callable[..., Any]] = {"bandwidth": plot_bandwidth, "modes": plot_modes,
                                             "columns": plot_columns, "bars": plot_bars,
-                                            "lines": plot_lines}
+                                            "lines": plot_lines, "model": plot_model}
     draw = draws.get(str(kind)) if kind else None
     return draw(results, **spec) if draw is not None else None
 

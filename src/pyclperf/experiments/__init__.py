@@ -6,12 +6,14 @@ import os
 from typing import Any
 
 from ..results import Results
+from .banks import Banks
 from .base import Experiment, Sweep, run_experiment
 from .batching import Batching
 from .blocksize import BlockSize
 from .coalescing import OffsetCopy, StrideCopy
 from .divergence import Divergence
 from .launchbounds import LaunchBounds
+from .matmul import AAT, MatMul, Tiling
 from .occupancy import Occupancy
 from .peak_bandwidth import PeakExperiment
 from .timers import Timers
@@ -23,6 +25,7 @@ REGISTRY: dict[str, type[Sweep]] = {
     for cls in (OffsetCopy, StrideCopy, Transfer, Batching, Timers, PeakExperiment, VectorWidth)
 }
 REGISTRY.update({cls.id: cls for cls in (BlockSize, Occupancy, LaunchBounds, Divergence)})
+REGISTRY.update({cls.id: cls for cls in (MatMul, AAT, Tiling, Banks)})
 
 
 def names() -> list[str]:
