@@ -9,6 +9,7 @@ from ..results import Results
 from .base import Experiment, Sweep, run_experiment
 from .batching import Batching
 from .coalescing import OffsetCopy, StrideCopy
+from .instructions import BuildOptions, IntOps, MathFunctions
 from .peak_bandwidth import PeakExperiment
 from .timers import Timers
 from .transfer import Transfer
@@ -18,6 +19,7 @@ REGISTRY: dict[str, type[Sweep]] = {
     cls.id: cls
     for cls in (OffsetCopy, StrideCopy, Transfer, Batching, Timers, PeakExperiment, VectorWidth)
 }
+REGISTRY.update({cls.id: cls for cls in (MathFunctions, IntOps, BuildOptions)})
 
 
 def names() -> list[str]:
