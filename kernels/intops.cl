@@ -5,6 +5,7 @@
 //             host passes as the argument d, so every variant computes the same thing)
 //   SCALE_D   a floating literal without suffix (a double), e.g. 0.999
 //   SCALE_F   the same literal with the f suffix, e.g. 0.999f
+//   FP64      1 where the device supports double precision (cl_khr_fp64), else 0
 //
 // Integer kernels: each work-item runs a 32-bit linear congruential generator (x = x * A + C, one
 // multiply-add, arithmetic modulo 2^32) seeded from its input, applies the tested operation to
@@ -78,7 +79,7 @@ __kernel void float_literal_f(__global float* restrict out, __global const float
     out[i] = x;
 }
 
-#ifdef cl_khr_fp64
+#if FP64  // the host sets FP64=1 where the device reports cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 __kernel void float_literal_double(__global float* restrict out, __global const float* restrict in)
 {

@@ -206,7 +206,7 @@ class MathFunctions(_Throughput):
     id = "math"
     title = "Math functions: precise vs native_ vs half_"
     guide = "Guide 5.1.4 (and 5.1, 5.1.2); OpenCL C 7.4 ULP table"
-    summary_extra = ("max_ulp", "bound_ulp", "max_abs_err")
+    summary_extra = ("max_ulp", "mean_ulp", "bound_ulp")
 
     def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256,
                  iters: int | None = None, functions: Sequence[str] | None = None,
@@ -458,8 +458,11 @@ class IntOps(_Throughput):
                       "'loop only' row alone"}
 
     def program(self) -> Any:
-        return self.ctx.program(file="intops.cl", defines={
-            "ITERS": self.iters, "DIVISOR": self.divisor, "SCALE_D": SCALE, "SCALE_F": SCALE + "f"})
+        return self.ctx.program(file="intops.cl", defines=self.defines())
+
+    def defines(self) -> dict[str, Any]:
+        return {"ITERS": self.iters, "DIVISOR": self.divisor, "SCALE_D": SCALE,
+                "SCALE_F": SCALE + "f", "FP64": int(self.fp64)}
 
     def kernel(self, op: IntOp) -> Any:
         k = self.program().kernel(op.kernel)
