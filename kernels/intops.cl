@@ -70,23 +70,19 @@ INT_KERNEL(u32_mul24, mul24(x >> 8, b))
 // factor is below 1, so x shrinks slowly and never reaches denormals for the iteration counts
 // used). With the f suffix it is one float multiply per step; without, x is converted to double,
 // multiplied in double and rounded back to float, which only a device with fp64 can compile.
-__kernel void float_literal_f(__global float* restrict out, __global const float* restrict in)
-{
-    const size_t i = get_global_id(0);
-    float x = in[i];
-    for (int k = 0; k < ITERS; ++k)
-        x = x * SCALE_F;
-    out[i] = x;
+#define LITERAL_KERNEL(name, scale)                                                              \
+__kernel void name(__global float* restrict out, __global const float* restrict in)             \
+{                                                                                                \
+    const size_t i = get_global_id(0);                                                           \
+    float x = in[i];                                                                             \
+    for (int k = 0; k < ITERS; ++k)                                                              \
+        x = x * scale;                                                                           \
+    out[i] = x;                                                                                  \
 }
+
+LITERAL_KERNEL(float_literal_f, SCALE_F)
 
 #if FP64  // the host sets FP64=1 where the device reports cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
-__kernel void float_literal_double(__global float* restrict out, __global const float* restrict in)
-{
-    const size_t i = get_global_id(0);
-    float x = in[i];
-    for (int k = 0; k < ITERS; ++k)
-        x = x * SCALE_D;
-    out[i] = x;
-}
+LITERAL_KERNEL(float_literal_double, SCALE_D)
 #endif

@@ -65,6 +65,16 @@ def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return err
 
 
+def _pick(experiment: str, given: Sequence[str] | None, known: Sequence[str], what: str) -> list[str]:
+    """The names chosen (all ``known`` ones by default); unknown or none raise."""
+    names = list(given) if given is not None else list(known)
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise _core.InvalidArgumentError(
+            f"{experiment}: unknown or missing {what} {unknown}; known: {', '.join(known)}")
+    return names
+
+
 def _fmt(value: float) -> str:
     return f"{value:.3g}"
 
@@ -211,15 +221,9 @@ class MathFunctions(_Throughput):
     def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256,
                  iters: int | None = None, functions: Sequence[str] | None = None,
                  impls: Sequence[str] | None = None) -> None:
-        functions = list(functions) if functions is not None else list(DOMAINS)
-        impls = list(impls) if impls is not None else list(IMPLS)
-        bad = [f for f in functions if f not in DOMAINS] + [i for i in impls if i not in IMPLS]
-        if bad or not functions or not impls:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: unknown or missing function/impl {bad}; functions: "
-                f"{', '.join(DOMAINS)}; impls: {', '.join(IMPLS)}")
+        self.functions = _pick(self.id, functions, list(DOMAINS), "function(s)")
+        self.impls = _pick(self.id, impls, IMPLS, "impl(s)")
         super().__init__(ctx, items, local_size, iters)
-        self.functions, self.impls = functions, impls
 
     def points(self) -> list[dict[str, Any]]:
         return [{"variant": f"{math_call(f, i)} {name}", "function": f, "impl": i,
@@ -434,11 +438,7 @@ class IntOps(_Throughput):
     def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256,
                  iters: int | None = None, divisor: int = 16,
                  variants: Sequence[str] | None = None) -> None:
-        names = list(variants) if variants is not None else list(INT_VARIANTS)
-        unknown = [n for n in names if n not in INT_VARIANTS]
-        if unknown or not names:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: unknown variant(s) {unknown}; known: {', '.join(INT_VARIANTS)}")
+        names = _pick(self.id, variants, list(INT_VARIANTS), "variant(s)")
         divisor = int(divisor)
         if divisor < 2 or divisor > 1 << 30 or divisor & (divisor - 1):
             raise _core.InvalidArgumentError(
@@ -597,12 +597,8 @@ class BuildOptions(_Throughput):
     def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256,
                  iters: int | None = None, kernels: Sequence[str] | None = None,
                  options: Sequence[str] | None = None) -> None:
-        names = list(kernels) if kernels is not None else list(OPT_KERNELS)
+        names = _pick(self.id, kernels, list(OPT_KERNELS), "kernel(s)")
         opts = [str(o).strip() for o in options] if options is not None else list(BUILD_OPTIONS)
-        unknown = [n for n in names if n not in OPT_KERNELS]
-        if unknown or not names:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: unknown kernel(s) {unknown}; known: {', '.join(OPT_KERNELS)}")
         if not opts:
             raise _core.InvalidArgumentError(f"{self.id}: no build options to compare")
         super().__init__(ctx, items, local_size, iters)
