@@ -122,14 +122,14 @@ def _finish(ax: Any, results: Results, ylabel: str, logx: bool, logy: bool) -> N
 
 def plot_bars(results: Results, label: str = "variant", ax: Any = None, value: str = "gbps",
               xlabel: str = "effective bandwidth (GB/s)") -> Any:
-    """One horizontal bar per row: the median's ``value`` (bandwidth unless told), labelled by
-    ``label``; failed rows red."""
+    """One horizontal bar per row: the median's ``value`` column (bandwidth unless told, e.g.
+    "gops" for operations per second), labelled by ``label``; failed rows red."""
     df = results.df
     if df.empty or label not in df or value not in df:
-        raise ValueError(f"results have no {value} rows to plot")
+        raise ValueError(f"results have no {value!r} rows to plot")
     fig, ax = _axes(ax, figsize=(7, 0.3 * len(df) + 1.5))
     colors = ["tab:blue" if s == "ok" else "tab:red" for s in df["status"]]
-    ax.barh(df[label].astype(str), np.nan_to_num(df[value], nan=0.0), color=colors)
+    ax.barh(df[label].astype(str), np.nan_to_num(df[value].astype(float), nan=0.0), color=colors)
     ax.invert_yaxis()
     ax.set_xlabel(xlabel)
     _title(ax, results)

@@ -12,6 +12,7 @@ from .batching import Batching
 from .blocksize import BlockSize
 from .coalescing import OffsetCopy, StrideCopy
 from .divergence import Divergence
+from .instructions import BuildOptions, IntOps, MathFunctions
 from .launchbounds import LaunchBounds
 from .matmul import AAT, MatMul, Tiling
 from .occupancy import Occupancy
@@ -26,6 +27,7 @@ REGISTRY: dict[str, type[Sweep]] = {
 }
 REGISTRY.update({cls.id: cls for cls in (BlockSize, Occupancy, LaunchBounds, Divergence)})
 REGISTRY.update({cls.id: cls for cls in (MatMul, AAT, Tiling, Banks)})
+REGISTRY.update({cls.id: cls for cls in (MathFunctions, IntOps, BuildOptions)})
 
 
 def names() -> list[str]:
