@@ -8,7 +8,9 @@ from typing import Any
 from ..results import Results
 from .base import Experiment, Sweep, run_experiment
 from .batching import Batching
+from .caches import ConstantMemory, Texture
 from .coalescing import OffsetCopy, StrideCopy
+from .layout import StructLayout
 from .peak_bandwidth import PeakExperiment
 from .timers import Timers
 from .transfer import Transfer
@@ -17,6 +19,7 @@ from .vector import VectorWidth
 REGISTRY: dict[str, type[Sweep]] = {
     cls.id: cls
     for cls in (OffsetCopy, StrideCopy, Transfer, Batching, Timers, PeakExperiment, VectorWidth)
+    + (ConstantMemory, Texture, StructLayout)
 }
 
 
