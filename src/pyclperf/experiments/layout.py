@@ -119,8 +119,8 @@ class StructLayout(Sweep):
         self.layouts = _pick_variants(self.id, LAYOUTS, layouts)
         self.local_size = _check_local(info, local_size)
         if particles is None:
-            # 16 Mi particles (384-512 MiB per buffer) on a GPU; 64 Ki on a CPU device.
-            particles = 1 << 24 if info.is_gpu else 1 << 16
+            # 8 Mi particles (192-256 MiB per buffer, far past the L2) on a GPU; 64 Ki on a CPU.
+            particles = 1 << 23 if info.is_gpu else 1 << 16
             widest = max(v.stored_bytes for v in self.layouts)
             while particles > BLOCK and 2 * particles * widest > min(info.max_alloc_bytes, info.global_mem_bytes // 2):
                 particles //= 2
