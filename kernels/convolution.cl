@@ -17,89 +17,64 @@
 // The images are read with a non-normalized, nearest, clamp_to_edge sampler, so integer
 // coordinates give exact texels and the clamp at the right edge is the sampler's.
 // The NDRange is (width rounded up to the work-group size, height); extra columns return early.
+// One body serves every kernel: ROW_CONV(X, F) with X the input at column c + k of row r and F
+// tap k, each written in the kernel's own memory.
 
 #ifndef TAPS
 #define TAPS 32
 #endif
 
+#define ROW_CONV(X, F)                                   \
+    const int c = get_global_id(0), r = get_global_id(1); \
+    if (c >= width || r >= height) return;               \
+    float sum = 0.0f;                                    \
+    for (int k = 0; k < TAPS; ++k)                       \
+        sum += (X) * (F);                                \
+    y[(size_t)r * width + c] = sum;
+
+// x[r][min(c + k, width - 1)] from a global pointer; read_imagef clamps by itself.
+#define ROW_X(x) x[(size_t)r * width + min(c + k, width - 1)]
+#define IMAGE_X(x) read_imagef(x, s, (int2)(c + k, r)).x
+#define IMAGE_F(f) read_imagef(f, s, (int2)(k, 0)).x
+
 __kernel void conv_global(__global float* y, __global float* x, __global float* f,
                           const int width, const int height)
 {
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= width || r >= height) return;
-    __global float* row = x + (size_t)r * width;
-    float sum = 0.0f;
-    for (int k = 0; k < TAPS; ++k)
-        sum += row[min(c + k, width - 1)] * f[k];
-    y[(size_t)r * width + c] = sum;
+    ROW_CONV(ROW_X(x), f[k])
 }
 
 __kernel void conv_constant(__global float* y, __global float* x, __constant float* f,
                             const int width, const int height)
 {
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= width || r >= height) return;
-    __global float* row = x + (size_t)r * width;
-    float sum = 0.0f;
-    for (int k = 0; k < TAPS; ++k)
-        sum += row[min(c + k, width - 1)] * f[k];
-    y[(size_t)r * width + c] = sum;
+    ROW_CONV(ROW_X(x), f[k])
 }
 
 __kernel void conv_readonly_f(__global float* y, __global float* x,
                               const __global float* restrict f, const int width, const int height)
 {
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= width || r >= height) return;
-    __global float* row = x + (size_t)r * width;
-    float sum = 0.0f;
-    for (int k = 0; k < TAPS; ++k)
-        sum += row[min(c + k, width - 1)] * f[k];
-    y[(size_t)r * width + c] = sum;
+    ROW_CONV(ROW_X(x), f[k])
 }
 
 __kernel void conv_readonly(__global float* restrict y, const __global float* restrict x,
                             const __global float* restrict f, const int width, const int height)
 {
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= width || r >= height) return;
-    const __global float* row = x + (size_t)r * width;
-    float sum = 0.0f;
-    for (int k = 0; k < TAPS; ++k)
-        sum += row[min(c + k, width - 1)] * f[k];
-    y[(size_t)r * width + c] = sum;
+    ROW_CONV(ROW_X(x), f[k])
 }
 
 __kernel void conv_image_f(__global float* y, __global float* x, __read_only image2d_t f,
                            sampler_t s, const int width, const int height)
 {
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= width || r >= height) return;
-    __global float* row = x + (size_t)r * width;
-    float sum = 0.0f;
-    for (int k = 0; k < TAPS; ++k)
-        sum += row[min(c + k, width - 1)] * read_imagef(f, s, (int2)(k, 0)).x;
-    y[(size_t)r * width + c] = sum;
+    ROW_CONV(ROW_X(x), IMAGE_F(f))
 }
 
 __kernel void conv_image_x(__global float* y, __read_only image2d_t x, __constant float* f,
                            sampler_t s, const int width, const int height)
 {
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= width || r >= height) return;
-    float sum = 0.0f;
-    for (int k = 0; k < TAPS; ++k)
-        sum += read_imagef(x, s, (int2)(c + k, r)).x * f[k];
-    y[(size_t)r * width + c] = sum;
+    ROW_CONV(IMAGE_X(x), f[k])
 }
 
 __kernel void conv_image_xf(__global float* y, __read_only image2d_t x, __read_only image2d_t f,
                             sampler_t s, const int width, const int height)
 {
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= width || r >= height) return;
-    float sum = 0.0f;
-    for (int k = 0; k < TAPS; ++k)
-        sum += read_imagef(x, s, (int2)(c + k, r)).x * read_imagef(f, s, (int2)(k, 0)).x;
-    y[(size_t)r * width + c] = sum;
+    ROW_CONV(IMAGE_X(x), IMAGE_F(f))
 }

@@ -15,7 +15,7 @@ Image variants need CL_DEVICE_IMAGE_SUPPORT; on a device without it their rows a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -45,6 +45,37 @@ def close(got: np.ndarray, want: np.ndarray, tol: float, what: str) -> tuple[boo
     return False, (f"{int(bad.sum())} of {got.size} {what} differ by more than {tol:.3g}; "
                    f"first at {first}: got {got.reshape(-1)[first]!r}, "
                    f"want {want.reshape(-1)[first]!r}"), worst
+
+
+def verified_timing(verify: bool, check: Callable[[], tuple[bool, str, dict[str, Any]]],
+                    time: Callable[[], np.ndarray], nbytes: int, method: str) -> dict[str, Any]:
+    """A row's verification and timing: ``check()`` (passed, what differed, extra columns) when
+    verifying, then ``time()`` per-launch ns, then the statistics, bandwidth and status."""
+    row: dict[str, Any] = {}
+    passed, detail = True, "not verified"
+    if verify:
+        passed, detail, extra = check()
+        row.update(extra)
+    row.update(timed_row(time(), nbytes, method))
+    row.update(verdict(verify, passed, detail))
+    return row
+
+
+def table(results: Any, columns: Sequence[str]) -> Any:
+    """The summary table: those of ``columns`` the results have, in that order."""
+    df = results.df
+    return df[[c for c in columns if c in df]]
+
+
+def _check_alloc(info: _core.DeviceInfo, width: int, height: int) -> int:
+    """Bytes of a width x height float image; InvalidArgumentError past the allocation limit or
+    the kernels' int index range."""
+    nbytes = width * height * FLOAT
+    if nbytes > info.max_alloc_bytes or width * height >= 2**31:
+        raise _core.InvalidArgumentError(
+            f"{width} x {height} floats ({nbytes} bytes) exceed the device's largest allocation "
+            f"of {info.max_alloc_bytes} bytes or the kernels' int index range")
+    return nbytes
 
 
 def _check_positive(name: str, value: int) -> int:
@@ -134,11 +165,7 @@ class ConstantMemory(Sweep):
             raise _core.InvalidArgumentError(
                 f"{self.taps} taps need {self.taps * FLOAT} bytes of __constant memory; the "
                 f"device has {info.constant_mem_bytes} (CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE)")
-        nbytes = self.width * self.height * FLOAT
-        if nbytes > info.max_alloc_bytes or self.width * self.height >= 2**31:
-            raise _core.InvalidArgumentError(
-                f"{self.width} x {self.height} floats ({nbytes} bytes) exceed the device's largest "
-                f"allocation of {info.max_alloc_bytes} bytes or the kernels' int index range")
+        nbytes = _check_alloc(info, self.width, self.height)
         _check_image_side(info, self.width, self.height, "input image")
         _check_image_side(info, self.taps, 1, "filter image")
         self.x_buf, self.y_buf, self.f_buf = ctx.buffer(nbytes), ctx.buffer(nbytes), ctx.buffer(self.taps * FLOAT)
@@ -181,14 +208,10 @@ class ConstantMemory(Sweep):
             return {"status": SKIPPED, "error": _no_images_reason(self.ctx)}
         kernel = self.kernel(v)
         global_size, local = self.ranges()
-        row: dict[str, Any] = {"width": self.width, "height": self.height, "taps": self.taps}
-        passed, detail = True, "not verified"
-        if verify:
-            passed, detail, row["max_abs_error"] = self._verify(kernel)
-        times = kernel.time(global_size, local, warmup=warmup, repeats=repeats, method=method)
-        row.update(timed_row(times, self.bytes_moved(), method))
-        row.update(verdict(verify, passed, detail))
-        return row
+        return {"width": self.width, "height": self.height, "taps": self.taps, **verified_timing(
+            verify, lambda: self._verify(kernel),
+            lambda: kernel.time(global_size, local, warmup=warmup, repeats=repeats, method=method),
+            self.bytes_moved(), method)}
 
     def reference(self, x: np.ndarray, f: np.ndarray) -> np.ndarray:
         """y[r, c] = sum_k x[r, min(c + k, width - 1)] * f[k], in float64."""
@@ -198,7 +221,7 @@ class ConstantMemory(Sweep):
             y += padded[:, k:k + x.shape[1]] * tap
         return y
 
-    def _verify(self, kernel: Any) -> tuple[bool, str, float]:
+    def _verify(self, kernel: Any) -> tuple[bool, str, dict[str, Any]]:
         x = self.rng.uniform(-1, 1, (self.height, self.width)).astype(np.float32)
         f = self.rng.uniform(-1, 1, self.taps).astype(np.float32)
         f /= np.float32(np.abs(f).sum())
@@ -215,7 +238,8 @@ class ConstantMemory(Sweep):
         # each partial sum rounds by at most eps/2 of at most sum|x_k f_k| <= max|x| sum|f| = 1,
         # so the error stays below taps * eps; twice that is the tolerance.
         tol = 2 * self.taps * EPS32 * float(np.abs(x).max()) * float(np.abs(f).sum())
-        return close(y, self.reference(x, f), tol, "outputs")
+        passed, detail, worst = close(y, self.reference(x, f), tol, "outputs")
+        return passed, detail, {"max_abs_error": worst}
 
     def finish(self, results: Any) -> None:
         """Each variant's speed-up over plain global memory, beside Quasar's GTX 980 figures."""
@@ -250,10 +274,8 @@ class ConstantMemory(Sweep):
 
     @classmethod
     def summary(cls, results: Any) -> Any:
-        df = results.df
-        cols = ["variant", "status", "median_ns", "spread_pct", "gbps", "speedup_vs_global",
-                "quasar_speedup", "max_abs_error"]
-        return df[[c for c in cols if c in df]]
+        return table(results, ["variant", "status", "median_ns", "spread_pct", "gbps",
+                               "speedup_vs_global", "quasar_speedup", "max_abs_error"])
 
 
 # --- texture: sampling by the texture unit vs by hand -----------------------------------------
@@ -363,11 +385,7 @@ class Texture(Sweep):
                 raise _core.InvalidArgumentError(
                     f"{self.id}: {name} must be a power of two up to {MAX_SIDE} (so that every "
                     f"sampling coordinate is exact in float32), got {side}")
-        nbytes = self.width * self.height * FLOAT
-        if nbytes > info.max_alloc_bytes:
-            raise _core.InvalidArgumentError(
-                f"{self.width} x {self.height} floats ({nbytes} bytes) exceed the device's largest "
-                f"allocation of {info.max_alloc_bytes} bytes")
+        nbytes = _check_alloc(info, self.width, self.height)
         _check_image_side(info, self.width, self.height, "image")
         self.src_buf, self.out_buf = ctx.buffer(nbytes), ctx.buffer(nbytes)
         self.images = info.image_support and any(v.path == "image" for v in self.variants)
@@ -433,16 +451,11 @@ class Texture(Sweep):
         if v.path == "image" and not self.ctx.info.image_support:
             return {"status": SKIPPED, "error": _no_images_reason(self.ctx)}
         kernel = self.kernel(v)
-        row: dict[str, Any] = {"width": self.width, "height": self.height}
-        passed, detail = True, "not verified"
-        if verify:
-            passed, detail, extra = self._verify(kernel, v)
-            row.update(extra)
-        times = kernel.time(self.global_size, self.local, warmup=warmup, repeats=repeats,
-                            method=method)
-        row.update(timed_row(times, self.bytes_moved(), method))
-        row.update(verdict(verify, passed, detail))
-        return row
+        return {"width": self.width, "height": self.height, **verified_timing(
+            verify, lambda: self._verify(kernel, v),
+            lambda: kernel.time(self.global_size, self.local, warmup=warmup, repeats=repeats,
+                                method=method),
+            self.bytes_moved(), method)}
 
     def coordinates(self) -> tuple[np.ndarray, np.ndarray]:
         """The texel coordinates the kernels sample, exactly as float32 computes them."""
@@ -502,7 +515,5 @@ class Texture(Sweep):
 
     @classmethod
     def summary(cls, results: Any) -> Any:
-        df = results.df
-        cols = ["variant", "status", "median_ns", "gbps", "speedup_vs_manual", "quasar_speedup",
-                "max_abs_error", "tolerance", "edge_picks"]
-        return df[[c for c in cols if c in df]]
+        return table(results, ["variant", "status", "median_ns", "gbps", "speedup_vs_manual",
+                               "quasar_speedup", "max_abs_error", "tolerance", "edge_picks"])
