@@ -96,6 +96,10 @@ DeviceInfo describe(const cl::Device& d, int platform_index, int device_index) {
     info.profiling_timer_resolution_ns = d.getInfo<CL_DEVICE_PROFILING_TIMER_RESOLUTION>();
     info.mem_base_addr_align_bits = d.getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>();
     info.image_support = d.getInfo<CL_DEVICE_IMAGE_SUPPORT>() == CL_TRUE;
+    if (info.image_support) {
+        info.image2d_max_width = d.getInfo<CL_DEVICE_IMAGE2D_MAX_WIDTH>();
+        info.image2d_max_height = d.getInfo<CL_DEVICE_IMAGE2D_MAX_HEIGHT>();
+    }
     cl_bool unified = CL_FALSE;
     // Deprecated in 2.0 but still answered by NVIDIA and PoCL; a refusal just means "no".
     clGetDeviceInfo(d(), CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, nullptr);

@@ -38,6 +38,9 @@ struct DeviceInfo {
     std::uint64_t profiling_timer_resolution_ns = 0;
     std::uint32_t mem_base_addr_align_bits = 0;
     bool image_support = false;
+    // CL_DEVICE_IMAGE2D_MAX_WIDTH / HEIGHT in texels; 0 where there is no image support.
+    std::uint64_t image2d_max_width = 0;
+    std::uint64_t image2d_max_height = 0;
     bool host_unified_memory = false;
 
     // cl_nv_device_attribute_query; -1 where the extension is absent.

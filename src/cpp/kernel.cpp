@@ -55,6 +55,18 @@ Kernel::Kernel(ProgramPtr program, const std::string& name)
     }
     set_.assign(n, false);
     buffers_.assign(n, nullptr);
+    images_.assign(n, nullptr);
+    samplers_.assign(n, nullptr);
+}
+
+bool ArgInfo::is_image() const { return type_name.find("image2d_t") != std::string::npos; }
+bool ArgInfo::is_sampler() const { return type_name.find("sampler_t") != std::string::npos; }
+
+void Kernel::mark_set(std::size_t index) {
+    buffers_[index] = nullptr;
+    images_[index] = nullptr;
+    samplers_[index] = nullptr;
+    set_[index] = true;
 }
 
 const ArgInfo& Kernel::arg_info(std::size_t index) const {
@@ -95,13 +107,16 @@ void Kernel::set_buffer(std::size_t index, BufferPtr buffer) {
     if (a.address_qualifier == "private" || a.address_qualifier == "local")
         throw InvalidArgument(describe_param(name_, index, a) + " is not a global or constant "
                               "pointer, but a buffer was given");
+    if (a.is_image())
+        throw InvalidArgument(describe_param(name_, index, a) + " is an image: pass an Image, "
+                              "not a buffer");
     if (!buffer) throw InvalidArgument(describe_param(name_, index, a) + ": no buffer given");
     if (buffer->context() != program_->context())
         throw InvalidArgument(describe_param(name_, index, a) +
                               ": the buffer belongs to another context");
     kernel_.setArg(static_cast<cl_uint>(index), buffer->handle());
+    mark_set(index);
     buffers_[index] = std::move(buffer);
-    set_[index] = true;
 }
 
 void Kernel::set_scalar(std::size_t index, const void* data, std::size_t size) {
@@ -110,13 +125,15 @@ void Kernel::set_scalar(std::size_t index, const void* data, std::size_t size) {
     if (a.address_qualifier != "private" && a.address_qualifier != "unknown")
         throw InvalidArgument(describe_param(name_, index, a) + " is a pointer, but a scalar "
                               "was given");
+    if (a.is_sampler())
+        throw InvalidArgument(describe_param(name_, index, a) + " is a sampler: pass a "
+                              "Sampler, not a value");
     const cl_int err = clSetKernelArg(kernel_(), static_cast<cl_uint>(index), size, data);
     if (err == CL_INVALID_ARG_SIZE)
         throw InvalidArgument(describe_param(name_, index, a) + " does not take a value of " +
                               std::to_string(size) + " bytes (CL_INVALID_ARG_SIZE)");
     if (err != CL_SUCCESS) throw ClError("clSetKernelArg", err);
-    buffers_[index] = nullptr;
-    set_[index] = true;
+    mark_set(index);
 }
 
 void Kernel::set_local(std::size_t index, std::size_t bytes) {
@@ -131,8 +148,37 @@ void Kernel::set_local(std::size_t index, std::size_t bytes) {
                               std::to_string(bytes) + " bytes is not in 1.." +
                               std::to_string(limit) + " (CL_DEVICE_LOCAL_MEM_SIZE)");
     kernel_.setArg(static_cast<cl_uint>(index), cl::Local(bytes));
-    buffers_[index] = nullptr;
-    set_[index] = true;
+    mark_set(index);
+}
+
+void Kernel::set_image(std::size_t index, ImagePtr image) {
+    check_index(index, "argument");
+    const auto& a = args_[index];
+    if (!a.is_image())
+        throw InvalidArgument(describe_param(name_, index, a) + " is not an image2d_t, but an "
+                              "image was given");
+    if (!image) throw InvalidArgument(describe_param(name_, index, a) + ": no image given");
+    if (image->context() != program_->context())
+        throw InvalidArgument(describe_param(name_, index, a) +
+                              ": the image belongs to another context");
+    kernel_.setArg(static_cast<cl_uint>(index), image->handle());
+    mark_set(index);
+    images_[index] = std::move(image);
+}
+
+void Kernel::set_sampler(std::size_t index, SamplerPtr sampler) {
+    check_index(index, "argument");
+    const auto& a = args_[index];
+    if (!a.is_sampler())
+        throw InvalidArgument(describe_param(name_, index, a) + " is not a sampler_t, but a "
+                              "sampler was given");
+    if (!sampler) throw InvalidArgument(describe_param(name_, index, a) + ": no sampler given");
+    if (sampler->context() != program_->context())
+        throw InvalidArgument(describe_param(name_, index, a) +
+                              ": the sampler belongs to another context");
+    kernel_.setArg(static_cast<cl_uint>(index), sampler->handle());
+    mark_set(index);
+    samplers_[index] = std::move(sampler);
 }
 
 void Kernel::check_ready() const {
@@ -144,6 +190,9 @@ void Kernel::check_ready() const {
     for (std::size_t i = 0; i < buffers_.size(); ++i)
         if (buffers_[i] && buffers_[i]->released())
             throw ReleasedError(describe_param(name_, i, args_[i]) + " is a released buffer");
+    for (std::size_t i = 0; i < images_.size(); ++i)
+        if (images_[i] && images_[i]->released())
+            throw ReleasedError(describe_param(name_, i, args_[i]) + " is a released image");
 }
 
 std::vector<PinnedBufferPtr> Kernel::pinned_args() const {

@@ -8,7 +8,9 @@
 
 #include "buffer.hpp"
 #include "clhpp.hpp"
+#include "image.hpp"
 #include "program.hpp"
+#include "sampler.hpp"
 
 namespace pyclperf {
 
@@ -18,6 +20,9 @@ struct ArgInfo {
     std::string type_name;          // "float*", "int", "float4" ...
     std::string address_qualifier;  // "global", "local", "constant", "private"
     bool is_pointer() const { return address_qualifier != "private"; }
+    // image2d_t parameters are global memory objects but no pointers; sampler_t ones are private.
+    bool is_image() const;
+    bool is_sampler() const;
 };
 
 struct KernelLimits {
@@ -44,8 +49,13 @@ public:
     void set_buffer(std::size_t index, BufferPtr buffer);
     void set_scalar(std::size_t index, const void* data, std::size_t size);
     void set_local(std::size_t index, std::size_t bytes);
+    // Only for parameters declared image2d_t / sampler_t; InvalidArgument naming the parameter
+    // otherwise (and for an image or sampler of another context).
+    void set_image(std::size_t index, ImagePtr image);
+    void set_sampler(std::size_t index, SamplerPtr sampler);
 
-    // InvalidArgument naming unset arguments; ReleasedError for a released buffer argument.
+    // InvalidArgument naming unset arguments; ReleasedError for a released buffer or image
+    // argument.
     void check_ready() const;
     // Pinned buffers among the arguments (launches unmap them around the kernel).
     std::vector<PinnedBufferPtr> pinned_args() const;
@@ -54,6 +64,8 @@ public:
 
 private:
     void check_index(std::size_t index, const char* kind) const;
+    // Marks argument `index` set and drops whatever object an earlier value kept alive.
+    void mark_set(std::size_t index);
 
     ProgramPtr program_;
     std::string name_;
@@ -61,6 +73,8 @@ private:
     std::vector<ArgInfo> args_;
     std::vector<bool> set_;
     std::vector<BufferPtr> buffers_;  // keeps buffer arguments alive and checkable
+    std::vector<ImagePtr> images_;    // the same for image arguments
+    std::vector<SamplerPtr> samplers_;
 };
 
 using KernelPtr = std::shared_ptr<Kernel>;

@@ -22,10 +22,12 @@ from ._core import (
     ClError,
     DeviceInfo,
     DeviceMemoryError,
+    Image,
     InvalidArgumentError,
     PinnedBuffer,
     PyclperfError,
     ReleasedError,
+    Sampler,
 )
 from .context import Context
 from .devices import default_device, device_summary, list_devices, select_device
@@ -48,6 +50,7 @@ __all__ = [
     "Context",
     "DeviceInfo",
     "DeviceMemoryError",
+    "Image",
     "InvalidArgumentError",
     "Kernel",
     "LocalMemory",
@@ -55,6 +58,7 @@ __all__ = [
     "Program",
     "PyclperfError",
     "ReleasedError",
+    "Sampler",
     "Results",
     "bandwidth_gbps",
     "default_device",

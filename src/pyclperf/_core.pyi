@@ -10,7 +10,7 @@ import numpy
 import numpy.typing
 import typing
 import typing_extensions
-__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceMemoryError', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'compose_options', 'error_name', 'list_devices', 'run', 'time_events', 'time_host', 'validate_launch']
+__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceMemoryError', 'Image', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'Sampler', 'compose_options', 'error_name', 'list_devices', 'run', 'time_events', 'time_host', 'validate_launch']
 class PyclperfError(Exception):
     """
     Base of every error pyclperf raises.
@@ -80,6 +80,12 @@ class DeviceInfo:
         ...
     @property
     def image_support(self) -> bool:
+        ...
+    @property
+    def image2d_max_height(self) -> int:
+        ...
+    @property
+    def image2d_max_width(self) -> int:
         ...
     @property
     def is_gpu(self) -> bool:
@@ -215,6 +221,71 @@ class PinnedBuffer(Buffer):
     @property
     def writable(self) -> bool:
         ...
+class Image:
+    """
+    A 2-D image of float32 texels with 1 (CL_R) or 4 (CL_RGBA) channels, read by kernels through a sampler.
+    """
+    def __init__(self, context: Context, width: typing.SupportsInt | typing.SupportsIndex, height: typing.SupportsInt | typing.SupportsIndex, channels: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def read(self, dst: numpy.ndarray) -> None:
+        """
+        Fill a C-contiguous writable float32 array of the image's shape from it (blocking).
+        """
+    def release(self) -> None:
+        """
+        Give the memory back now; later use raises.
+        """
+    def write(self, src: numpy.ndarray) -> None:
+        """
+        Copy a C-contiguous float32 array of the image's shape into it (blocking).
+        """
+    @property
+    def channels(self) -> int:
+        ...
+    @property
+    def context(self) -> Context:
+        ...
+    @property
+    def height(self) -> int:
+        ...
+    @property
+    def nbytes(self) -> int:
+        ...
+    @property
+    def released(self) -> bool:
+        ...
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """
+        The NumPy shape of its texels: (height, width) or (height, width, 4).
+        """
+    @property
+    def width(self) -> int:
+        ...
+class Sampler:
+    """
+    How read_imagef maps coordinates to texels: normalized or texel coordinates, addressing ('none', 'clamp_to_edge', 'clamp', 'repeat', 'mirrored_repeat') and filter ('nearest', 'linear').
+    """
+    addressing_modes: typing.ClassVar[list[str]]
+    filter_modes: typing.ClassVar[list[str]]
+    def __init__(self, context: Context, normalized: bool = False, addressing: str = 'clamp_to_edge', filter: str = 'nearest') -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    @property
+    def addressing(self) -> str:
+        ...
+    @property
+    def context(self) -> Context:
+        ...
+    @property
+    def filter(self) -> str:
+        ...
+    @property
+    def normalized(self) -> bool:
+        ...
 class Program:
     """
     OpenCL C source built for one context.
@@ -243,7 +314,13 @@ class ArgInfo:
     def address_qualifier(self) -> str:
         ...
     @property
+    def is_image(self) -> bool:
+        ...
+    @property
     def is_pointer(self) -> bool:
+        ...
+    @property
+    def is_sampler(self) -> bool:
         ...
     @property
     def name(self) -> str:
@@ -282,7 +359,11 @@ class Kernel:
         ...
     def set_buffer(self, index: typing.SupportsInt | typing.SupportsIndex, buffer: Buffer) -> None:
         ...
+    def set_image(self, index: typing.SupportsInt | typing.SupportsIndex, image: Image) -> None:
+        ...
     def set_local(self, index: typing.SupportsInt | typing.SupportsIndex, nbytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def set_sampler(self, index: typing.SupportsInt | typing.SupportsIndex, sampler: Sampler) -> None:
         ...
     def set_scalar(self, index: typing.SupportsInt | typing.SupportsIndex, value: typing_extensions.Buffer | numpy.generic | numpy.ndarray) -> None:
         """

@@ -76,6 +76,45 @@ class Context(_core.Context):
         buf = _core.PinnedBuffer(self, nbytes)
         return buf, buf.array(dt, shape)
 
+    # --- images ---------------------------------------------------------------------------
+    def image(self, width: int, height: int, channels: int = 1) -> _core.Image:
+        """An uninitialised 2-D image of float32 texels, 1 (CL_R) or 4 (CL_RGBA) channels.
+
+        Raises InvalidArgumentError where the device has no image support or the size exceeds
+        CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT.
+        """
+        return _core.Image(self, int(width), int(height), int(channels))
+
+    def to_image(self, array: np.ndarray) -> _core.Image:
+        """A new image holding ``array``: float32 of shape (height, width) for one channel or
+        (height, width, 4) for four (other dtypes and shapes are refused, not converted)."""
+        a = np.asarray(array)
+        if a.dtype != np.float32:
+            raise _core.InvalidArgumentError(
+                f"an image holds float32 texels, got dtype {a.dtype}: convert with .astype(np.float32)")
+        if a.ndim == 2:
+            channels = 1
+        elif a.ndim == 3 and a.shape[2] == 4:
+            channels = 4
+        else:
+            raise _core.InvalidArgumentError(
+                f"image arrays are (height, width) or (height, width, 4), got shape {a.shape}")
+        img = self.image(a.shape[1], a.shape[0], channels)
+        img.write(np.ascontiguousarray(a))
+        return img
+
+    def from_image(self, image: _core.Image) -> np.ndarray:
+        """A new float32 array of the image's shape filled from it."""
+        out = np.empty(image.shape, dtype=np.float32)
+        image.read(out)
+        return out
+
+    def sampler(self, normalized: bool = False, addressing: str = "clamp_to_edge",
+                filter: str = "nearest") -> _core.Sampler:
+        """How kernels read images: ``normalized`` coordinates (else texel units), ``addressing``
+        one of Sampler.addressing_modes and ``filter`` "nearest" or "linear"."""
+        return _core.Sampler(self, bool(normalized), str(addressing), str(filter))
+
     # --- programs -----------------------------------------------------------------------
     def program(
         self,

@@ -46,7 +46,8 @@ class Program(_core.Program):
 
 
 class Kernel(_core.Kernel):
-    """A kernel with its arguments; ``set_args`` accepts buffers, numbers and LocalMemory."""
+    """A kernel with its arguments; ``set_args`` accepts buffers, images, samplers, numbers and
+    LocalMemory."""
 
     def set_args(self, *args: Any) -> "Kernel":
         if len(args) != self.num_args:
@@ -60,8 +61,19 @@ class Kernel(_core.Kernel):
 
     def set_arg(self, index: int, value: Any) -> None:
         info = self.args[index] if 0 <= index < self.num_args else None
+        if info is not None and (info.is_image or info.is_sampler):
+            wanted = _core.Image if info.is_image else _core.Sampler
+            if not isinstance(value, wanted):
+                raise _core.InvalidArgumentError(
+                    f"argument {index} ('{info.name}', {info.type_name}) of kernel '{self.name}' "
+                    f"takes a {wanted.__name__} (ctx.{'to_image' if info.is_image else 'sampler'}"
+                    f"(...)), got {type(value).__name__}")
         if isinstance(value, _core.Buffer):
             self.set_buffer(index, value)
+        elif isinstance(value, _core.Image):
+            self.set_image(index, value)
+        elif isinstance(value, _core.Sampler):
+            self.set_sampler(index, value)
         elif isinstance(value, LocalMemory):
             self.set_local(index, value.nbytes)
         elif isinstance(value, np.ndarray) and info is not None and info.is_pointer:
@@ -76,7 +88,8 @@ class Kernel(_core.Kernel):
         else:
             raise TypeError(
                 f"argument {index} of kernel '{self.name}': cannot pass {type(value).__name__}; "
-                "use a Buffer, a NumPy scalar, a Python number or LocalMemory(nbytes)"
+                "use a Buffer, an Image, a Sampler, a NumPy scalar, a Python number or "
+                "LocalMemory(nbytes)"
             )
 
     def _typed_scalar(self, index: int, value: Any) -> np.ndarray:

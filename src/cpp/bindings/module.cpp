@@ -8,6 +8,8 @@ PYBIND11_MODULE(_core, m) {
     register_device(m);
     register_context(m);
     register_buffer(m);
+    register_image(m);
+    register_sampler(m);
     register_program(m);
     register_kernel(m);
     register_launch(m);

@@ -37,6 +37,8 @@ void register_device(py::module_& m) {
         .def_readonly("profiling_timer_resolution_ns", &D::profiling_timer_resolution_ns)
         .def_readonly("mem_base_addr_align_bits", &D::mem_base_addr_align_bits)
         .def_readonly("image_support", &D::image_support)
+        .def_readonly("image2d_max_width", &D::image2d_max_width)
+        .def_readonly("image2d_max_height", &D::image2d_max_height)
         .def_readonly("host_unified_memory", &D::host_unified_memory)
         .def_readonly("nv_compute_capability_major", &D::nv_compute_capability_major)
         .def_readonly("nv_compute_capability_minor", &D::nv_compute_capability_minor)

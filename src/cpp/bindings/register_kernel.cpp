@@ -16,6 +16,8 @@ void register_kernel(py::module_& m) {
         .def_readonly("type_name", &ArgInfo::type_name)
         .def_readonly("address_qualifier", &ArgInfo::address_qualifier)
         .def_property_readonly("is_pointer", &ArgInfo::is_pointer)
+        .def_property_readonly("is_image", &ArgInfo::is_image)
+        .def_property_readonly("is_sampler", &ArgInfo::is_sampler)
         .def("__repr__", [](const ArgInfo& a) {
             return "<ArgInfo " + a.address_qualifier + " " + a.type_name + " " + a.name + ">";
         });
@@ -51,6 +53,8 @@ void register_kernel(py::module_& m) {
             py::arg("index"), py::arg("value"),
             "Set a by-value argument from a NumPy scalar or packed array (its raw bytes).")
         .def("set_local", &Kernel::set_local, py::arg("index"), py::arg("nbytes"))
+        .def("set_image", &Kernel::set_image, py::arg("index"), py::arg("image"))
+        .def("set_sampler", &Kernel::set_sampler, py::arg("index"), py::arg("sampler"))
         .def("check_ready", &Kernel::check_ready);
 }
 

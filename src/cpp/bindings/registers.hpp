@@ -9,6 +9,8 @@ void register_errors(pybind11::module_& m);
 void register_device(pybind11::module_& m);
 void register_context(pybind11::module_& m);
 void register_buffer(pybind11::module_& m);
+void register_image(pybind11::module_& m);
+void register_sampler(pybind11::module_& m);
 void register_program(pybind11::module_& m);
 void register_kernel(pybind11::module_& m);
 void register_launch(pybind11::module_& m);

@@ -10,10 +10,12 @@ from .banks import Banks
 from .base import Experiment, Sweep, run_experiment
 from .batching import Batching
 from .blocksize import BlockSize
+from .caches import ConstantMemory, Texture
 from .coalescing import OffsetCopy, StrideCopy
 from .divergence import Divergence
 from .instructions import BuildOptions, IntOps, MathFunctions
 from .launchbounds import LaunchBounds
+from .layout import StructLayout
 from .matmul import AAT, MatMul, Tiling
 from .occupancy import Occupancy
 from .peak_bandwidth import PeakExperiment
@@ -21,13 +23,17 @@ from .timers import Timers
 from .transfer import Transfer
 from .vector import VectorWidth
 
-REGISTRY: dict[str, type[Sweep]] = {
-    cls.id: cls
-    for cls in (OffsetCopy, StrideCopy, Transfer, Batching, Timers, PeakExperiment, VectorWidth)
-}
-REGISTRY.update({cls.id: cls for cls in (BlockSize, Occupancy, LaunchBounds, Divergence)})
-REGISTRY.update({cls.id: cls for cls in (MatMul, AAT, Tiling, Banks)})
-REGISTRY.update({cls.id: cls for cls in (MathFunctions, IntOps, BuildOptions)})
+# In the order of EXPERIMENTS.md: timing, transfers, coalescing, local memory, read-only caches,
+# execution configuration, instructions, cooperative patterns.
+CATALOGUE: tuple[type[Sweep], ...] = (
+    Timers, PeakExperiment, Transfer, Batching,
+    OffsetCopy, StrideCopy, VectorWidth, StructLayout,
+    MatMul, AAT, Banks, Tiling,
+    ConstantMemory, Texture,
+    BlockSize, Occupancy, LaunchBounds,
+    MathFunctions, IntOps, BuildOptions, Divergence,
+)
+REGISTRY: dict[str, type[Sweep]] = {cls.id: cls for cls in CATALOGUE}
 
 
 def names() -> list[str]:

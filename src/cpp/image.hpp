@@ -1,0 +1,61 @@
+// 2-D images of float texels (cl::Image2D), the memory that samplers read through the texture
+// path (Guide 3.2.4, Quasar 9.3).
+//
+// An Image holds width x height texels of 1 (CL_R) or 4 (CL_RGBA) CL_FLOAT channels. Creation
+// checks the device's image support, CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT and the format list, so a
+// request that cannot work is refused with a message instead of a driver code. Like Buffer, an
+// Image may be released early; any later use raises ReleasedError.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "clhpp.hpp"
+#include "context.hpp"
+
+namespace pyclperf {
+
+// InvalidArgument naming the device when it has no image support (CL_DEVICE_IMAGE_SUPPORT).
+void require_image_support(const Context& ctx, const char* what);
+
+class Image {
+public:
+    // channels: 1 (CL_R) or 4 (CL_RGBA), always CL_FLOAT. InvalidArgument for a zero or too
+    // large side, other channel counts, a format the device lacks, or no image support.
+    Image(ContextPtr ctx, std::size_t width, std::size_t height, int channels = 1);
+    Image(const Image&) = delete;
+    Image& operator=(const Image&) = delete;
+
+    std::size_t width() const noexcept { return width_; }
+    std::size_t height() const noexcept { return height_; }
+    int channels() const noexcept { return channels_; }
+    std::size_t texel_bytes() const noexcept { return sizeof(float) * channels_; }
+    std::size_t nbytes() const noexcept { return width_ * height_ * texel_bytes(); }
+    bool released() const noexcept { return released_; }
+    const ContextPtr& context() const noexcept { return ctx_; }
+
+    // The live cl::Image2D; ReleasedError once released.
+    const cl::Image2D& handle() const;
+
+    // Blocking copies of the whole image from / to tightly packed host texels (row by row,
+    // nbytes() bytes). InvalidArgument when nbytes differs from nbytes().
+    void write(const void* src, std::size_t nbytes);
+    void read(void* dst, std::size_t nbytes) const;
+
+    // Gives the device memory back now. Idempotent.
+    void release();
+
+private:
+    void check_bytes(std::size_t nbytes, const char* what) const;
+
+    ContextPtr ctx_;
+    std::size_t width_;
+    std::size_t height_;
+    int channels_;
+    cl::Image2D image_;
+    bool released_ = false;
+};
+
+using ImagePtr = std::shared_ptr<Image>;
+
+}  // namespace pyclperf
