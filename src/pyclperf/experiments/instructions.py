@@ -88,9 +88,12 @@ class _Throughput(Sweep):
     plot = {"kind": "bars", "label": "variant", "value": "gops",
             "xlabel": "operations per second (Gop/s, median)"}
     size_arg, values_arg = "items", None
-    items_per_cu = 4096  # GPU default: work-items per compute unit (enough to fill a modern SM)
+    # GPU defaults: 8192 work-items per compute unit (four full SMs' worth of resident threads on
+    # an H100/H200) x 1024 operations each, so the cheapest loop still runs ~0.1 ms on such a
+    # GPU and launch overhead and timer noise stay near 1% (at 4096 x 256 it ran 11 us, 9% spread).
+    items_per_cu = 8192
     cpu_items = 4096
-    gpu_iters, cpu_iters = 256, 32
+    gpu_iters, cpu_iters = 1024, 32
 
     def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256,
                  iters: int | None = None) -> None:
