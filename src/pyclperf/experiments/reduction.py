@@ -96,8 +96,9 @@ class Reduction(Sweep):
             # 512 MiB of floats on a GPU (far past its caches), 4 MiB on a CPU device.
             items = 1 << 27 if info.is_gpu else 1 << 20
         self.items = int(items)
-        if self.items <= 0 or self.items >= 2**32:
-            raise _core.InvalidArgumentError(f"{self.id}: {self.items} floats: need 1 .. 2^32 - 1")
+        if self.items <= 0 or self.items > 2**31:
+            # The kernels' uint index plus the global size must not wrap around.
+            raise _core.InvalidArgumentError(f"{self.id}: {self.items} floats: need 1 .. 2^31")
         if self.items * FLOAT > info.max_alloc_bytes:
             raise _core.InvalidArgumentError(
                 f"{self.id}: {self.items} floats exceed the device's largest allocation "
