@@ -30,6 +30,16 @@ def check_work_group(ctx: Any, experiment: str, local_size: int, power_of_two: b
     return local
 
 
+def choose(experiment: str, what: str, given: Sequence[str], known: Sequence[str]) -> list[str]:
+    """``given`` as a list, refused (InvalidArgumentError) if empty or naming an unknown one."""
+    chosen = list(given)
+    unknown = [g for g in chosen if g not in known]
+    if unknown or not chosen:
+        raise _core.InvalidArgumentError(
+            f"{experiment}: unknown or no {what} {unknown}; known: {', '.join(known)}")
+    return chosen
+
+
 def default_groups(info: Any, work_items_wanted: int, local_size: int, per_unit: int = 32) -> int:
     """Work-groups for a grid-stride kernel: enough to fill every compute unit several times
     over (``per_unit`` groups each), never more than the input gives one work-item each."""

@@ -26,7 +26,7 @@ from .. import _core
 from ..checks import compare, poison_device, random_bytes
 from ..sweep import OK, timed_row, verdict
 from .base import Sweep
-from .cooperative import check_work_group, default_groups, run_launch, time_launch
+from .cooperative import check_work_group, choose, default_groups, run_launch, time_launch
 
 BINS = 256
 KERNELS = {"global": "histogram_global", "local": "histogram_local"}
@@ -67,14 +67,8 @@ class Histogram(Sweep):
         super().__init__(ctx)
         info = ctx.info
         self.local_size = check_work_group(ctx, self.id, local_size)
-        self.kernels = list(kernels)
-        self.distributions = list(distributions)
-        unknown = [k for k in self.kernels if k not in KERNELS]
-        unknown += [d for d in self.distributions if d not in DISTRIBUTIONS]
-        if unknown or not self.kernels or not self.distributions:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: unknown or missing kernels/distributions {unknown}; kernels: "
-                f"{', '.join(KERNELS)}; distributions: {', '.join(DISTRIBUTIONS)}")
+        self.kernels = choose(self.id, "kernels", kernels, list(KERNELS))
+        self.distributions = choose(self.id, "distributions", distributions, DISTRIBUTIONS)
         if items is None:
             # 128 Mi values on a GPU (far past its caches; the hot input's global atomics still
             # finish in well under a second), 1 Mi on a CPU device.

@@ -35,8 +35,8 @@ from .. import _core
 from ..checks import poison_device
 from ..sweep import OK, SKIPPED, timed_row, verdict
 from .base import Sweep
-from .cooperative import (check_work_group, default_groups, gamma, run_launch, time_launch,
-                          within)
+from .cooperative import (check_work_group, choose, default_groups, gamma, run_launch,
+                          time_launch, within)
 
 VARIANTS = ("tree", "subgroup", "atomic")
 FLOAT = 4
@@ -87,11 +87,7 @@ class Reduction(Sweep):
         super().__init__(ctx)
         info = ctx.info
         self.local_size = check_work_group(ctx, self.id, local_size, power_of_two=True)
-        self.variants = list(variants)
-        unknown = [v for v in self.variants if v not in VARIANTS]
-        if unknown or not self.variants:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: unknown or no variant(s) {unknown}; known: {', '.join(VARIANTS)}")
+        self.variants = choose(self.id, "variants", variants, VARIANTS)
         if items is None:
             # 512 MiB of floats on a GPU (far past its caches), 4 MiB on a CPU device.
             items = 1 << 27 if info.is_gpu else 1 << 20

@@ -34,7 +34,7 @@ from .. import _core
 from ..checks import poison_device
 from ..sweep import OK, timed_row, verdict
 from .base import Sweep
-from .cooperative import check_work_group, gamma, run_launch, time_launch, within
+from .cooperative import check_work_group, choose, gamma, run_launch, time_launch, within
 
 VARIANTS = ("two-pass", "local tile")
 FLOAT = 4
@@ -98,11 +98,7 @@ class Separable(Sweep):
         info = ctx.info
         local = check_work_group(ctx, self.id, local_size, power_of_two=True)
         self.tx, self.ty = tile_shape(local)
-        self.variants = list(variants)
-        unknown = [v for v in self.variants if v not in VARIANTS]
-        if unknown or not self.variants:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: unknown or no variant(s) {unknown}; known: {', '.join(VARIANTS)}")
+        self.variants = choose(self.id, "variants", variants, VARIANTS)
         if radii is None:
             radii = [2, 4, 8, 16] if info.is_gpu else [2, 8]
         self.radii = [int(r) for r in radii]
