@@ -13,12 +13,15 @@ from .blocksize import BlockSize
 from .caches import ConstantMemory, Texture
 from .coalescing import OffsetCopy, StrideCopy
 from .divergence import Divergence
+from .histogram import Histogram
 from .instructions import BuildOptions, IntOps, MathFunctions
 from .launchbounds import LaunchBounds
 from .layout import StructLayout
 from .matmul import AAT, MatMul, Tiling
 from .occupancy import Occupancy
 from .peak_bandwidth import PeakExperiment
+from .reduction import Reduction
+from .separable import Separable
 from .timers import Timers
 from .transfer import Transfer
 from .vector import VectorWidth
@@ -32,6 +35,7 @@ CATALOGUE: tuple[type[Sweep], ...] = (
     ConstantMemory, Texture,
     BlockSize, Occupancy, LaunchBounds,
     MathFunctions, IntOps, BuildOptions, Divergence,
+    Histogram, Reduction, Separable,
 )
 REGISTRY: dict[str, type[Sweep]] = {cls.id: cls for cls in CATALOGUE}
 

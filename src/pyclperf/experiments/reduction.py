@@ -1,0 +1,207 @@
+"""reduction: a float sum, combined per work-group by a local-memory tree, by sub-group
+reductions, or by atomics (Quasar 9.2.3.3, 9.8; kernels/reduction.cl).
+
+Variants (each work-item first sums its grid-stride share of the input privately):
+
+* ``tree``: a halving tree in local memory per work-group writes one sum per group; a second
+  launch of the same kernel as one work-group sums those (both kernels' event times count);
+* ``subgroup``: ``sub_group_reduce_add`` instead of the tree, then the same second pass. Needs
+  cl_khr_subgroups or OpenCL C 3.0 with ``__opencl_c_subgroups``; probed by building a tiny
+  kernel (with ``-cl-std=CL3.0`` where the device is OpenCL 3.0). Where that fails the point is
+  ``skipped`` with the reason;
+* ``atomic``: the tree, then one float add per work-group into a single global total through a
+  32-bit ``atomic_cmpxchg`` loop; one launch, the total zeroed by a fill before it (outside the
+  event).
+
+Verification: fresh uniform [0, 1) floats, the per-group sums and the total poisoned, compared
+with NumPy's float64 sum. The tolerance is the classical bound for recursive summation: an
+element that passes through at most d float32 roundings on its way to the total gives
+|sum - exact| <= gamma_d * sum |x_i|, gamma_d = d u / (1 - d u), u = 2^-24 (Higham, "Accuracy
+and Stability of Numerical Algorithms", 4.2). d is counted per variant (``rounding_chain``): the
+private loop's length, the tree's depth (or, for sub-group reductions whose order is unspecified,
+a linear chain per sub-group), the second pass, and for atomics one rounding per work-group,
+since the groups arrive in any order. Rows report the bound (``tolerance``) and the actual
+error. Effective bandwidth counts the input read once (4 n bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..checks import poison_device
+from ..sweep import OK, SKIPPED, timed_row, verdict
+from .base import Sweep
+from .cooperative import (check_work_group, choose, default_groups, gamma, run_launch,
+                          time_launch, within)
+
+VARIANTS = ("tree", "subgroup", "atomic")
+FLOAT = 4
+
+PROBE = """
+#if !defined(cl_khr_subgroups) && !defined(__opencl_c_subgroups)
+#error "neither cl_khr_subgroups nor __opencl_c_subgroups is available"
+#endif
+#ifdef cl_khr_subgroups
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#endif
+__kernel void probe(__global float* x) { x[get_global_id(0)] = sub_group_reduce_add(x[get_global_id(0)]); }
+"""
+
+
+def subgroup_options(ctx: Any) -> tuple[str | None, str]:
+    """Build options under which this device compiles ``sub_group_reduce_add`` (None if none
+    does), and what was found."""
+    info = ctx.info
+    tries = []
+    if info.version.startswith("OpenCL 3"):
+        tries.append("-cl-std=CL3.0")
+    if info.has_extension("cl_khr_subgroups"):
+        tries += ["-cl-std=CL2.0", ""]
+    for options in tries:
+        try:
+            ctx.program(PROBE, options=options)
+        except _core.BuildError:
+            continue
+        return options, f"sub-groups built with {options or 'default options'!r}"
+    listed = "lists" if info.has_extension("cl_khr_subgroups") else "lacks"
+    tried = ", ".join(repr(t) for t in tries) or "nothing: neither OpenCL 3.0 nor the extension"
+    return None, (f"no sub-groups on this device ({info.version}): it {listed} cl_khr_subgroups "
+                  f"and no sub_group_reduce_add probe built (tried {tried})")
+
+
+class Reduction(Sweep):
+    id = "reduction"
+    title = "Float sum: local-memory tree vs sub-group reduction vs atomics"
+    x = "variant"
+    x_label = "variant"
+    guide = "Quasar 9.2.3.3 (parallel reduction), 9.8 (warp shuffles)"
+    plot = {"kind": "bars", "label": "variant"}
+    size_arg, values_arg = "items", None  # items = floats summed
+
+    def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256,
+                 groups: int | None = None, variants: Sequence[str] = VARIANTS) -> None:
+        super().__init__(ctx)
+        info = ctx.info
+        self.local_size = check_work_group(ctx, self.id, local_size, power_of_two=True)
+        self.variants = choose(self.id, "variants", variants, VARIANTS)
+        if items is None:
+            # 512 MiB of floats on a GPU (far past its caches), 4 MiB on a CPU device.
+            items = 1 << 27 if info.is_gpu else 1 << 20
+        self.items = int(items)
+        if self.items <= 0 or self.items > 2**31:
+            # The kernels' uint index plus the global size must not wrap around.
+            raise _core.InvalidArgumentError(f"{self.id}: {self.items} floats: need 1 .. 2^31")
+        if self.items * FLOAT > info.max_alloc_bytes:
+            raise _core.InvalidArgumentError(
+                f"{self.id}: {self.items} floats exceed the device's largest allocation "
+                f"({info.max_alloc_bytes} bytes)")
+        self.groups = int(groups) if groups is not None else default_groups(info, self.items, self.local_size)
+        if self.groups <= 0:
+            raise _core.InvalidArgumentError(f"{self.id}: need at least one work-group, got {self.groups}")
+        self.program = ctx.program(file="reduction.cl", defines={"WG": self.local_size})
+        # Probed now, built at its point: a failing build is that point's status, not a crash.
+        self.subgroup_options, self.subgroup_note = (
+            subgroup_options(ctx) if "subgroup" in self.variants else (None, "not requested"))
+        self.data = ctx.buffer(self.items * FLOAT)
+        self.partial = ctx.buffer(self.groups * FLOAT)
+        self.total = ctx.buffer(FLOAT)
+        self.rng = np.random.default_rng()
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "items": self.items, "local_size": self.local_size,
+                "groups": self.groups, "subgroups": self.subgroup_note}
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"variant": v} for v in self.variants]
+
+    def kernel(self, variant: str) -> Any:
+        """The variant's kernel, unbound (None for sub-groups where the device has none)."""
+        if variant == "subgroup":
+            if self.subgroup_options is None:
+                return None
+            program = self.ctx.program(file="reduction.cl", options=self.subgroup_options,
+                                       defines={"WG": self.local_size, "SUBGROUPS": 1})
+            return program.kernel("reduce_subgroup")
+        return self.program.kernel("reduce_atomic" if variant == "atomic" else "reduce_tree")
+
+    def steps(self, variant: str) -> list[tuple[Any, int, int]]:
+        """The launch: one kernel over the input, plus the second pass for tree and subgroup."""
+        g, l = self.groups * self.local_size, self.local_size
+        if variant == "atomic":
+            return [(self.kernel(variant).set_args(self.data, np.uint32(self.items), self.total), g, l)]
+        first = self.kernel(variant).set_args(self.data, np.uint32(self.items), self.partial)
+        second = self.kernel(variant).set_args(self.partial, np.uint32(self.groups), self.total)
+        return [(first, g, l), (second, l, l)]
+
+    def rounding_chain(self, variant: str) -> int:
+        """The most float32 roundings an input element can pass through on its way to the total."""
+        wg = self.local_size
+        private = -(-self.items // (self.groups * wg))
+        second = -(-self.groups // wg)
+        if variant == "atomic":
+            return private + int(math.log2(wg)) + self.groups
+        # A sub-group reduction's order is unspecified: count it as linear, twice (the
+        # sub-groups' own sums, then their combination) plus the combining loop.
+        combine = int(math.log2(wg)) if variant == "tree" else 3 * wg
+        return private + combine + second + combine
+
+    def reset(self) -> None:
+        self.total.fill(np.zeros(1, np.float32))
+
+    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
+                verify: bool) -> dict[str, Any]:
+        variant = point["variant"]
+        row: dict[str, Any] = {"items": self.items, "local_size": self.local_size, "groups": self.groups}
+        if self.kernel(variant) is None:
+            return {**row, "status": SKIPPED, "verified": False, "error": self.subgroup_note}
+        steps = self.steps(variant)
+        reset = self.reset if variant == "atomic" else None
+        chain = self.rounding_chain(variant)
+        passed, detail = True, "not verified"
+        if verify:
+            data = self.rng.random(self.items, dtype=np.float32)
+            self.data.write(data)
+            want = float(np.sum(data, dtype=np.float64))
+            tolerance = gamma(chain) * want  # sum |x_i| = sum x_i: the data are >= 0
+            poison_device(self.partial)
+            poison_device(self.total)
+            run_launch(steps, reset)
+            got = np.empty(1, np.float32)
+            self.total.read(got)
+            passed, detail = within(got, np.array([want]), tolerance, "totals")
+            row.update(result=float(got[0]), reference=want, tolerance=tolerance,
+                       rel_error=abs(float(got[0]) - want) / want if want else float("nan"))
+        row.update(rounding_chain=chain, rel_bound=gamma(chain))
+        times = time_launch(steps, warmup=warmup, repeats=repeats, method=method, reset=reset)
+        row.update(timed_row(times, self.items * FLOAT, method))
+        row.update(verdict(verify, passed, detail))
+        return row
+
+    def finish(self, results: Any) -> None:
+        """Name the fastest verified variant and how the others compare."""
+        ok = [r for r in results.rows if r.get("status") == OK]
+        skipped = [r for r in results.rows if r.get("status") == SKIPPED]
+        note = "".join(f"; {r['variant']} skipped ({r['error']})" for r in skipped)
+        if not ok:
+            results.meta["conclusion"] = "no variant verified" + note
+            return
+        best = max(ok, key=lambda r: r["gbps"])
+        results.meta["best_variant"] = best["variant"]
+        results.meta["best_gbps"] = best["gbps"]
+        others = ", ".join(f"{r['variant']} {r['gbps']:.1f} GB/s ({r['median_ns'] / best['median_ns']:.2f}x "
+                           "its time)" for r in ok if r is not best)
+        text = f"fastest: {best['variant']} at {best['gbps']:.1f} GB/s"
+        if best.get("fraction_of_peak") is not None:
+            text += f" ({100 * best['fraction_of_peak']:.0f}% of peak)"
+        results.meta["conclusion"] = text + (f"; {others}" if others else "") + note
+
+    @classmethod
+    def summary(cls, results: Any) -> Any:
+        df = results.df
+        cols = ["variant", "status", "median_ns", "spread_pct", "gbps", "fraction_of_peak",
+                "rel_error", "rel_bound"]
+        return df[[c for c in cols if c in df]]
