@@ -173,5 +173,10 @@ def test_a_shipped_kernel_file_is_found_by_name(ctx, rng):
                {"ELEMENT": ["float4"], "PER_ITEM": [1], "block_size_x": [64]}, ctx=ctx,
                answer=[src, None], min_time=0.0, min_repeats=1, max_repeats=1)
     assert res.rows[0]["status"] == "ok", res.rows[0]["error"]
+    # The grid-stride copy: a fixed 2 groups of 64 walk all 256 float4 elements.
+    grid = tune("vector.cl", "vector_copy_grid", 128, [np.empty_like(src), src, np.uint64(256)],
+                {"ELEMENT": ["float4"], "PER_ITEM": [1], "block_size_x": [64]}, ctx=ctx,
+                answer=[src, None, None], min_time=0.0, min_repeats=1, max_repeats=1)
+    assert grid.rows[0]["status"] == "ok", grid.rows[0]["error"]
     with pytest.raises(pyclperf.InvalidArgumentError, match="no_such.cl.*available"):
         tune("no_such.cl", "k", 1, [], {"X": [1]}, ctx=ctx)
