@@ -42,6 +42,12 @@ def cycle(ctx: pyclperf.Context, i: int, program: pyclperf.Program) -> None:
     kernel.set_args(out, float(i))
     kernel.run(256, 64)
     del view, kernel, out
+    if ctx.info.image_support:  # images and samplers: created, written, read back, released
+        img = ctx.to_image(np.full((16, 16), i, np.float32))
+        back = np.empty((16, 16), np.float32)
+        img.read(back)
+        img.release()
+        ctx.sampler(filter="linear")
     if i % 100 == 0:  # a fresh program (and its kernels) every 100 cycles: builds are slow on PoCL
         ctx.program(SRC + f"\n// {i}", cache=False).kernel("k")
 
