@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -12,6 +12,17 @@ from .. import _core
 from ..peak import PeakBandwidth, theoretical
 from ..results import Results
 from ..sweep import TIMING_METHODS, base_meta, run_points, timed_row, verdict
+
+
+def pick_variants(experiment: str, table: Mapping[str, Any], names: Sequence[str] | None) -> list[Any]:
+    """The entries of ``table`` that ``names`` choose (all of them by default), in the order
+    given; an unknown name or an empty choice raises InvalidArgumentError naming the known ones."""
+    chosen = list(names) if names is not None else list(table)
+    unknown = [n for n in chosen if n not in table]
+    if unknown or not chosen:
+        raise _core.InvalidArgumentError(
+            f"{experiment}: unknown variant(s) {unknown}; known: {', '.join(table)}")
+    return [table[n] for n in chosen]
 
 
 class Sweep(ABC):

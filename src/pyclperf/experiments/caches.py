@@ -23,7 +23,7 @@ from .. import _core
 from ..checks import poison_device
 from ..program import ceil_to
 from ..sweep import OK, SKIPPED, timed_row, verdict
-from .base import Sweep
+from .base import Sweep, pick_variants
 
 FLOAT = 4  # bytes
 EPS32 = float(np.finfo(np.float32).eps)
@@ -105,15 +105,6 @@ def _check_local(info: _core.DeviceInfo, local: int) -> int:
     return local
 
 
-def _pick_variants(exp_id: str, table: dict[str, Any], names: Sequence[str] | None) -> list[Any]:
-    chosen = list(names) if names is not None else list(table)
-    unknown = [n for n in chosen if n not in table]
-    if unknown or not chosen:
-        raise _core.InvalidArgumentError(
-            f"{exp_id}: unknown variant(s) {unknown}; known: {', '.join(table)}")
-    return [table[n] for n in chosen]
-
-
 # --- constant: where the filter taps and the input come from ----------------------------------
 
 @dataclass(frozen=True)
@@ -153,7 +144,7 @@ class ConstantMemory(Sweep):
                  local_size: int = 256, taps: int = 32, variants: Sequence[str] | None = None) -> None:
         super().__init__(ctx)
         info = ctx.info
-        self.variants = _pick_variants(self.id, CONV_VARIANTS, variants)
+        self.variants = pick_variants(self.id, CONV_VARIANTS, variants)
         self.local_size = _check_local(info, local_size)
         # 4096^2 floats (64 MiB per image) on a GPU: each launch streams far past the caches
         # while the taps stay hot. A small image on a CPU device (PoCL).
@@ -375,7 +366,7 @@ class Texture(Sweep):
                  local_size: int = 256, variants: Sequence[str] | None = None) -> None:
         super().__init__(ctx)
         info = ctx.info
-        self.variants = _pick_variants(self.id, TEX_VARIANTS, variants)
+        self.variants = pick_variants(self.id, TEX_VARIANTS, variants)
         self.local_size = _check_local(info, local_size)
         # 4096^2 texels (64 MiB) on a GPU; small on a CPU device (PoCL).
         self.width = int(width) if width is not None else (4096 if info.is_gpu else 128)

@@ -18,8 +18,8 @@ from .. import _core
 from ..checks import POISON_U32, poison_device
 from ..program import ceil_to
 from ..sweep import OK
-from .base import Sweep
-from .caches import EPS32, _check_local, _pick_variants, close, table, verified_timing
+from .base import Sweep, pick_variants
+from .caches import EPS32, _check_local, close, table, verified_timing
 
 FIELDS = 6  # x, y, z, vx, vy, vz
 PARTICLE_BYTES = FIELDS * 4
@@ -116,7 +116,7 @@ class StructLayout(Sweep):
                  layouts: Sequence[str] | None = None) -> None:
         super().__init__(ctx)
         info = ctx.info
-        self.layouts = _pick_variants(self.id, LAYOUTS, layouts)
+        self.layouts = pick_variants(self.id, LAYOUTS, layouts)
         self.local_size = _check_local(info, local_size)
         if particles is None:
             # 8 Mi particles (192-256 MiB per buffer, far past the L2) on a GPU; 64 Ki on a CPU.

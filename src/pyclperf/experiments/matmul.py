@@ -20,7 +20,7 @@ from .. import _core
 from ..bankmodel import WARP, conflict_degree
 from ..checks import poison_device
 from ..sweep import OK, timed_row, verdict
-from .base import Sweep
+from .base import Sweep, pick_variants
 
 FLOAT = 4  # bytes
 
@@ -103,13 +103,7 @@ class _Product(Sweep):
     def __init__(self, ctx: Any, size: int | None = None, tile: int = 16,
                  variants: Sequence[str] | None = None) -> None:
         super().__init__(ctx)
-        known = {v.name: v for v in self.variants}
-        names = list(variants) if variants is not None else list(known)
-        unknown = [n for n in names if n not in known]
-        if unknown or not names:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: unknown variant(s) {unknown}; known: {', '.join(known)}")
-        self.chosen = [known[n] for n in names]
+        self.chosen = pick_variants(self.id, {v.name: v for v in self.variants}, variants)
         self.tile = int(tile)
         info = ctx.info
         if self.tile <= 0 or self.tile * self.tile > info.max_work_group_size:

@@ -17,7 +17,7 @@ from .. import _core
 from ..checks import compare, poison_device, random_bytes
 from ..stats import GiB, MiB
 from ..sweep import OK, timed_row, verdict
-from .base import Sweep
+from .base import Sweep, pick_variants
 
 
 @dataclass(frozen=True)
@@ -70,12 +70,7 @@ class VectorWidth(Sweep):
         self.local_size = int(local_size)
         if self.local_size <= 0:
             raise _core.InvalidArgumentError(f"work-group size must be positive, got {self.local_size}")
-        names = list(variants) if variants is not None else list(VARIANTS)
-        unknown = [n for n in names if n not in VARIANTS]
-        if unknown or not names:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: unknown variant(s) {unknown}; known: {', '.join(VARIANTS)}")
-        self.variants = [VARIANTS[n] for n in names]
+        self.variants = pick_variants(self.id, VARIANTS, variants)
         info = ctx.info
         if nbytes is None:
             # Far past any cache on a GPU; small enough for PoCL to finish in seconds.
