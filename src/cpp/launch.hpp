@@ -15,8 +15,11 @@ struct NDRange {
 };
 
 // InvalidArgument (saying which rule and which numbers) unless the launch can work on this
-// device: 1-3 dimensions, positive sizes, local within the device's and kernel's limits and
-// dividing global exactly, reqd_work_group_size honoured, local memory within the device's.
+// device: 1-3 dimensions, positive sizes, local within the device's limits
+// (CL_DEVICE_MAX_WORK_GROUP_SIZE, CL_DEVICE_MAX_WORK_ITEM_SIZES) and dividing global exactly,
+// reqd_work_group_size honoured, local memory within the device's. The kernel's own
+// CL_KERNEL_WORK_GROUP_SIZE is advice, not a rule: drivers under-report it, so the driver
+// decides at enqueue time.
 void validate(const Kernel& kernel, const NDRange& range);
 
 // Validates, launches once and waits.

@@ -15,6 +15,20 @@ import pandas as pd
 
 SCHEMA = "pyclperf.results/1"
 
+# The statuses a row can end with. "ok" always means verified; everything else says why not.
+OK = "ok"                          # ran, verified against the reference, timed
+TIMED = "timed"                    # ran and timed, but nothing was given to verify it against
+WRONG = "wrong result"             # ran; the outputs differ from the reference
+OUT_OF_BOUNDS = "out of bounds"    # wrote past the end of an argument (into its guard zone)
+BUILD_FAILED = "build failed"      # the OpenCL compiler refused the source (row has the log)
+LAUNCH_FAILED = "launch failed"    # the driver refused or aborted the launch (row has the error)
+INVALID = "invalid"                # the harness or a user callable raised (row has the message)
+SKIPPED = "skipped"                # not run: a restriction, a missing feature, a device limit
+CRASHED = "crashed"                # took its worker process down (isolated or distributed runs)
+STATUSES = (OK, TIMED, WRONG, OUT_OF_BOUNDS, BUILD_FAILED, LAUNCH_FAILED, INVALID, SKIPPED, CRASHED)
+# Statuses that are not failures: a row that ran as intended, or was deliberately not run.
+NOT_FAILED = (OK, TIMED, SKIPPED)
+
 
 class Results:
     """Rows and metadata of one experiment run."""
@@ -47,7 +61,23 @@ class Results:
 
     @property
     def all_verified(self) -> bool:
-        return bool(self.rows) and all(r.get("status") == "ok" for r in self.rows)
+        return bool(self.rows) and all(r.get("status") == OK for r in self.rows)
+
+    def best(self, metric: str = "time_ms", higher_is_better: bool | None = None) -> dict[str, Any]:
+        """The verified row with the best ``metric`` (lowest time; highest of anything else unless
+        ``higher_is_better`` says otherwise). Only "ok" rows compete: an unverified time is no
+        result. ValueError when no row was verified."""
+        rows = [r for r in self.rows if r.get("status") == OK and r.get(metric) is not None]
+        if not rows:
+            counts: dict[str, int] = {}
+            for r in self.rows:
+                counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
+            raise ValueError(f"no verified row with {metric!r} among {len(self.rows)} rows "
+                             f"(statuses: {counts or 'none'})")
+        if higher_is_better is None:
+            higher_is_better = not (metric.startswith("time") or metric.endswith("_ns"))
+        pick = max if higher_is_better else min
+        return dict(pick(rows, key=lambda r: float(r[metric])))
 
     def to_csv(self, path: str | os.PathLike[str]) -> Path:
         p = Path(path)

@@ -17,16 +17,9 @@ import numpy as np
 
 from . import _core
 from ._icd import NOTE as ICD_NOTE
-from .results import Results, ResultsWriter
+from .results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, SKIPPED, WRONG, Results,
+                      ResultsWriter)
 from .stats import bandwidth_gbps, summarize
-
-# Statuses a point can end with.
-OK = "ok"
-WRONG = "wrong result"
-BUILD_FAILED = "build failed"
-LAUNCH_FAILED = "launch failed"
-INVALID = "invalid"
-SKIPPED = "skipped"
 
 TIMING_METHODS = ("events", "host")
 

@@ -21,6 +21,7 @@ from . import _core
 from .program import Kernel, LocalMemory, ceil_to
 from .results import Results
 from .sources import kernel_source
+from .engine.timing import time_adaptively
 from .stats import summarize
 from .sweep import BUILD_FAILED, INVALID, OK, SKIPPED, WRONG, base_meta, classify, run_points
 
@@ -181,39 +182,6 @@ def _kernel_limit_problem(kernel: Kernel, local: list[int] | None) -> str:
     if lim.local_mem_bytes > kernel.context.info.local_mem_bytes:
         return f"local memory {lim.local_mem_bytes} B over the device's {kernel.context.info.local_mem_bytes} B"
     return ""
-
-
-def time_adaptively(kernel: Kernel, g: list[int], local: list[int] | None, *, warmup: int,
-                    min_time_s: float, min_repeats: int, max_repeats: int,
-                    reset: Callable[[], None] | None = None) -> np.ndarray:
-    """Event times (ns) of launches whose kernel time adds up to ``min_time_s`` (within the
-    repeat bounds).
-
-    With ``reset``, outputs are restored before every launch; the event covers only the kernel,
-    so the restoring copy never enters a figure.
-    """
-    def batch(count: int) -> list[float]:
-        if reset is None:
-            return [float(t) for t in kernel.time(g, local, warmup=0, repeats=count)]
-        out = []
-        for _ in range(count):
-            reset()
-            out.append(float(kernel.time(g, local, warmup=0, repeats=1)[0]))
-        return out
-
-    for _ in range(warmup):
-        if reset is not None:
-            reset()
-        kernel.run(g, local)
-    # Estimate from what is measured so far and top up: a single probe is not enough, since
-    # on a busy CPU device its first launches can be several times slower than the rest.
-    times = batch(min_repeats)
-    goal_ns = min_time_s * 1e9
-    while len(times) < max_repeats and sum(times) < goal_ns:
-        per = max(float(np.median(times)), 1.0)
-        need = math.ceil((goal_ns - sum(times)) / per)
-        times += batch(min(max_repeats - len(times), max(need, 1)))
-    return np.asarray(times)
 
 
 def configurations(params: Mapping[str, Sequence[Any]],
