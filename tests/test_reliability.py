@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf.tuner import tune
+from pyclperf import tune
 
 SLOW_SWEEP = textwrap.dedent("""
     import sys, numpy as np, pyclperf
-    from pyclperf.tuner import tune
+    from pyclperf import tune
     src = '''__kernel void spin(__global float* y, const int reps) {
         float v = (float)get_global_id(0);
         for (int r = 0; r < reps * 64; ++r) v = v * 0.999f + 1.0f;

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pyclperf.tuner import tune
+from pyclperf import LocalMemory, tune
 
 CONV2D = """
 // Naive 2-D convolution, 'valid' region, filter FW x FH held in global memory.
@@ -76,3 +76,265 @@ def test_reduction_sweep(ctx, rng, n):
                    rtol=1e-4, atol=1e-4, min_time=0.0, min_repeats=3, max_repeats=3)
         assert res.rows[0]["status"] == "ok", res.rows[0].get("error")
         assert np.isclose(want.astype(np.float64).sum(), x.astype(np.float64).sum(), rtol=1e-4, atol=1e-3)
+
+
+# --- Kernels from public projects, launched the way those projects launch them ---------------
+
+# BabelStream's OpenCL kernels, from src/ocl/OCLStream.cpp of UoB-HPC/BabelStream
+# (Copyright (c) 2015-16 Tom Deakin, Simon McIntosh-Smith, University of Bristol HPC;
+# BSD 3-clause licence: redistribution of source must retain this notice). Unchanged, as text.
+BABELSTREAM = r"""
+  constant TYPE scalar = startScalar;
+
+  kernel void copy(
+    global const TYPE * restrict a,
+    global TYPE * restrict c)
+  {
+    const size_t i = get_global_id(0);
+    c[i] = a[i];
+  }
+
+  kernel void mul(
+    global TYPE * restrict b,
+    global const TYPE * restrict c)
+  {
+    const size_t i = get_global_id(0);
+    b[i] = scalar * c[i];
+  }
+
+  kernel void add(
+    global const TYPE * restrict a,
+    global const TYPE * restrict b,
+    global TYPE * restrict c)
+  {
+    const size_t i = get_global_id(0);
+    c[i] = a[i] + b[i];
+  }
+
+  kernel void triad(
+    global TYPE * restrict a,
+    global const TYPE * restrict b,
+    global const TYPE * restrict c)
+  {
+    const size_t i = get_global_id(0);
+    a[i] = b[i] + scalar * c[i];
+  }
+  kernel void nstream(
+    global TYPE * restrict a,
+    global const TYPE * restrict b,
+    global const TYPE * restrict c)
+  {
+    const size_t i = get_global_id(0);
+    a[i] += b[i] + scalar * c[i];
+  }
+
+  kernel void stream_dot(
+    global const TYPE * restrict a,
+    global const TYPE * restrict b,
+    global TYPE * restrict sum,
+    local TYPE * restrict wg_sum,
+    long array_size)
+  {
+    size_t i = get_global_id(0);
+    const size_t local_i = get_local_id(0);
+    wg_sum[local_i] = 0.0;
+    for (; i < array_size; i += get_global_size(0))
+      wg_sum[local_i] += a[i] * b[i];
+
+    for (int offset = get_local_size(0) / 2; offset > 0; offset /= 2)
+    {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (local_i < offset)
+      {
+        wg_sum[local_i] += wg_sum[local_i+offset];
+      }
+    }
+
+    if (local_i == 0)
+      sum[get_group_id(0)] = wg_sum[local_i];
+  }
+"""
+STREAM_N = 1 << 16
+DTYPES = {"float": np.float32, "double": np.float64}
+STREAM_PARAMS = {"TYPE": ["float", "double"], "startScalar": ["0.4"]}  # BabelStream's -D options
+
+
+@pytest.fixture
+def stream_arrays(rng):
+    """BabelStream's three arrays, as float64 masters; each configuration takes its TYPE."""
+    return {k: rng.standard_normal(STREAM_N) for k in "abc"}
+
+
+def _typed(master):
+    return lambda c: master.astype(DTYPES[c["TYPE"]])
+
+
+@pytest.mark.parametrize("name, args, expect", [
+    ("copy", "ac", lambda a, b, c, s: [None, a]),
+    ("mul", "bc", lambda a, b, c, s: [s * c, None]),
+    ("add", "abc", lambda a, b, c, s: [None, None, a + b]),
+    ("triad", "abc", lambda a, b, c, s: [b + s * c, None, None]),
+])
+def test_babelstream_kernels_as_babelstream_launches_them(ctx, stream_arrays, name, args, expect):
+    """global = array_size, local = NullRange (the driver picks), both element types."""
+    arrays = [_typed(stream_arrays[k]) for k in args]
+
+    def reference(config, *values):
+        t = DTYPES[config["TYPE"]]
+        a, b, c = (stream_arrays[k].astype(t) for k in "abc")
+        return [None if e is None else np.asarray(e, dtype=t) for e in expect(a, b, c, t(0.4))]
+
+    res = tune(BABELSTREAM, name, STREAM_N, arrays, STREAM_PARAMS, ctx=ctx, reference=reference,
+               rtol=1e-6, atol=1e-6, min_time=0.0, min_repeats=3, max_repeats=3)
+    assert [r["status"] for r in res.rows] == ["ok", "ok"], [r["error"] for r in res.rows]
+    assert all(r["local_size"] == "auto" and r["global_size"] == f"({STREAM_N},)" for r in res.rows)
+
+
+def test_babelstream_nstream_is_an_inout_kernel(ctx, stream_arrays):
+    a, b, c = (_typed(stream_arrays[k]) for k in "abc")
+
+    def reference(config, a, b, c):
+        return [a + b + a.dtype.type(0.4) * c, None, None]
+
+    res = tune(BABELSTREAM, "nstream", STREAM_N, [a, b, c], STREAM_PARAMS, ctx=ctx, inout=["a"],
+               reference=reference, rtol=1e-6, atol=1e-6, min_time=0.0, min_repeats=5, max_repeats=5)
+    assert [r["status"] for r in res.rows] == ["ok", "ok"], [r["error"] for r in res.rows]
+
+
+def test_babelstream_dot_needs_a_reference_of_the_configuration(ctx, stream_arrays):
+    """BabelStream launches dot_num_groups x dot_wgsize work-items and sums the groups' partial
+    sums on the host: the expected partials depend on both."""
+    params = {**STREAM_PARAMS, "dot_num_groups": [4, 16], "block_size_x": [32, 64]}
+    wgsum = lambda c: LocalMemory(np.dtype(DTYPES[c["TYPE"]]).itemsize * c["block_size_x"])  # noqa: E731
+    sums = lambda c: np.zeros(c["dot_num_groups"], DTYPES[c["TYPE"]])  # noqa: E731
+
+    def reference(config, a, b, s, wg, n):
+        stride = config["dot_num_groups"] * config["block_size_x"]
+        per_item = np.zeros(stride)
+        np.add.at(per_item, np.arange(n) % stride, a.astype(np.float64) * b)
+        partial = per_item.reshape(config["dot_num_groups"], -1).sum(axis=1)
+        return [None, None, partial.astype(a.dtype), None, None]
+
+    res = tune(BABELSTREAM, "stream_dot", "dot_num_groups",
+               [_typed(stream_arrays["a"]), _typed(stream_arrays["b"]), sums, wgsum, STREAM_N],
+               params, ctx=ctx, grid_div_x=[], reference=reference, rtol=1e-3, atol=1e-3,
+               min_time=0.0, min_repeats=3, max_repeats=3)
+    assert [r["status"] for r in res.rows] == ["ok"] * 8, [r["error"] for r in res.rows]
+    assert {r["global_size"] for r in res.rows} == {"(128,)", "(256,)", "(512,)", "(1024,)"}
+
+
+# Kernel Tuner's OpenCL examples (KernelTuner/kernel_tuner, examples/opencl/reduction.cl and
+# stencil.cl; Apache License 2.0), unchanged, launched with the tune_params, problem sizes and
+# grid divisors of the examples' own scripts (reduction.py, stencil.py), sizes made small.
+KT_REDUCTION = r"""#ifndef vector
+#define vector 1
+#endif 
+
+#if (vector==1)
+#define floatvector float
+#elif (vector == 2)
+#define floatvector float2
+#elif (vector == 4)
+#define floatvector float4
+#endif
+
+__kernel void sum_floats(__global float *sum_global, __global floatvector *array, int n) {
+    int ti = get_local_id(0);
+    int x = get_group_id(0) * block_size_x + get_local_id(0);
+    int step_size = num_blocks * block_size_x;
+    float sum = 0.0f;
+
+    //cooperatively iterate over input array with all thread blocks
+    for (int i=x; i<n/vector; i+=step_size) {
+        floatvector v = array[i];
+        #if vector == 1
+        sum += v;
+        #elif vector == 2
+        sum += v.x + v.y;
+        #elif vector == 4
+        sum += v.x + v.y + v.z + v.w;
+        #endif
+    }
+    
+    //reduce sum to single value (or last 32 in case of use_shuffle)
+    __local float sh_mem[block_size_x];
+
+    sh_mem[ti] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    #pragma unroll
+    for (unsigned int s=block_size_x/2; s>0; s>>=1) {
+        if (ti < s) {
+            sh_mem[ti] += sh_mem[ti + s];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    //write back one value per thread block, run kernel again with one tread block
+    if (ti == 0) {
+        sum_global[get_group_id(0)] = sh_mem[0];
+    }
+}
+"""
+KT_STENCIL = r"""
+#define domain_width    4096
+#define domain_height   2048
+
+__kernel void stencil_kernel(__global float *x_new, __global float *x_old) {
+    int x = get_group_id(0) * block_size_x + get_local_id(0);
+    int y = get_group_id(1) * block_size_y + get_local_id(1);
+
+    if (y>0 && y<domain_height-1 && x>0 && x<domain_width-1) {
+
+    x_new[y*domain_width+x] = ( x_old[ (y  ) * domain_width + (x  ) ] +
+                                x_old[ (y  ) * domain_width + (x-1) ] +
+                                x_old[ (y  ) * domain_width + (x+1) ] +
+                                x_old[ (y+1) * domain_width + (x  ) ] +
+                                x_old[ (y-1) * domain_width + (x  ) ] ) / 5.0f;
+
+    }
+}
+"""
+
+
+def test_kernel_tuner_reduction_example(ctx, rng):
+    """problem_size "num_blocks" with grid_div_x=[]: num_blocks groups; the example's own
+    verify sums the partial sums. Every group's partial must have been written: the output
+    is poisoned, and the groups past num_blocks must still hold the poison."""
+    size = 1 << 16
+    x = rng.random(size).astype(np.float32)
+    params = {"block_size_x": [32, 128], "vector": [1, 2, 4], "num_blocks": [8, 32]}
+    total = x.astype(np.float64).sum()
+
+    def verify(config, outputs):
+        nb = config["num_blocks"]
+        written, rest = outputs[0][:nb], outputs[0][nb:]
+        if not np.isnan(rest).all():
+            return False, "a group past num_blocks wrote a partial sum"
+        return bool(np.isclose(written.astype(np.float64).sum(), total, rtol=1e-4)), "sum differs"
+
+    res = tune(KT_REDUCTION, "sum_floats", "num_blocks", [np.zeros(32, np.float32), x, np.int32(size)],
+               params, ctx=ctx, grid_div_x=[], verify=verify, poison=["sum_global"],
+               min_time=0.0, min_repeats=2, max_repeats=2)
+    assert len(res.rows) == 12
+    assert all(r["status"] == "ok" for r in res.rows), [r["error"] for r in res.rows]
+
+
+def test_kernel_tuner_stencil_example_writes_only_the_interior(ctx, rng):
+    """The example passes x_new = copy of x_old, so the untouched border keeps its input: the
+    default poisoning flags that border, by name, and poison=[] verifies it."""
+    w, h = 4096, 2048
+    x_old = rng.standard_normal(w * h).astype(np.float32)
+    grid = x_old.reshape(h, w).astype(np.float64)
+    want = grid.copy()
+    want[1:-1, 1:-1] = (grid[1:-1, 1:-1] + grid[1:-1, :-2] + grid[1:-1, 2:] + grid[2:, 1:-1]
+                        + grid[:-2, 1:-1]) / 5
+    params = {"block_size_x": [32, 64], "block_size_y": [1, 4]}
+    common = dict(ctx=ctx, grid_div_x=["block_size_x"], grid_div_y=["block_size_y"],
+                  answer=[want.astype(np.float32).ravel(), None], rtol=1e-5, atol=1e-5,
+                  min_time=0.0, min_repeats=1, max_repeats=1, warmup=0)
+    first = tune(KT_STENCIL, "stencil_kernel", (w, h), [x_old.copy(), x_old], params, **common)
+    border = 2 * w + 2 * (h - 2)
+    assert all(r["status"] == "wrong result" for r in first.rows)
+    assert f"{border} of the differing elements still hold pyclperf's poison" in first.rows[0]["error"]
+    res = tune(KT_STENCIL, "stencil_kernel", (w, h), [x_old.copy(), x_old], params, poison=[], **common)
+    assert [r["status"] for r in res.rows] == ["ok"] * 4, [r["error"] for r in res.rows]

@@ -39,7 +39,8 @@ from .results import Results
 from .sources import kernel_source
 from .stats import bandwidth_gbps, summarize
 from .transfers import time_copy, time_transfer
-from .tuner import run_kernel, tune
+from .engine.measure import KernelRunError
+from .engine.tune import run_kernel, tune
 
 __version__ = "0.1.0"
 
@@ -52,6 +53,7 @@ __all__ = [
     "DeviceMemoryError",
     "Image",
     "InvalidArgumentError",
+    "KernelRunError",
     "Kernel",
     "LocalMemory",
     "PinnedBuffer",

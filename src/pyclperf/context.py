@@ -56,7 +56,10 @@ class Context(_core.Context):
 
     def to_device(self, array: np.ndarray) -> _core.Buffer:
         """A new device buffer holding a copy of ``array`` (made C-contiguous)."""
+        from .engine.argtypes import check_plain_array
+
         a = np.ascontiguousarray(array)
+        check_plain_array(0, a)
         buf = _core.Buffer(self, a.nbytes)
         buf.write(a)
         return buf

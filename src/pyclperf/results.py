@@ -80,9 +80,13 @@ class Results:
         return dict(pick(rows, key=lambda r: float(r[metric])))
 
     def to_csv(self, path: str | os.PathLike[str]) -> Path:
+        """The rows as CSV, without list-valued columns (raw per-launch times stay in the
+        JSON-lines record)."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        self.df.to_csv(p, index=False)
+        df = self.df
+        lists = [c for c in df.columns if df[c].map(lambda v: isinstance(v, (list, tuple))).any()]
+        df.drop(columns=lists).to_csv(p, index=False)
         return p
 
     def to_json(self, path: str | os.PathLike[str]) -> Path:

@@ -66,22 +66,29 @@ def assert_kernel(
     options: str = "",
     rtol: float = 1e-5,
     atol: float = 1e-8,
-    poison: bool | Sequence[int] = True,
+    poison: bool | Sequence[int | str] = True,
+    inout: Sequence[int | str] = (),
 ) -> list[Any]:
     """Run a kernel once and assert its outputs match ``expected`` (parallel to ``args``; None
-    where unchecked). Checked outputs are poisoned first unless ``poison`` says otherwise.
-    Returns the arguments with arrays read back."""
-    from .tuner import Verification, _Bound, KernelSpec, check_outputs
+    where unchecked). The launch runs as tune() runs a configuration: arrays checked against
+    the kernel's declared types, placed in padded and guarded buffers, checked outputs poisoned
+    first (unless ``poison`` says otherwise). Returns the arguments with arrays read back."""
+    from .engine.measure import ConfigFailed, Job, verified_launch
+    from .engine.space import Geometry
+    from .engine.verification import Verification
 
     if len(expected) != len(args):
         raise ValueError(f"expected has {len(expected)} entries for {len(args)} arguments")
-    spec = KernelSpec(source, kernel_name, (1,), list(args), options)
-    bound = _Bound(ctx, spec)
-    checked = [i for i, e in enumerate(expected) if e is not None]
-    bound.poison(checked if poison is True else [] if poison is False else list(poison))
-    kernel = ctx.program(source, defines=defines, options=options).kernel(kernel_name)
-    kernel.set_args(*bound.device)
-    kernel.run(global_size, local_size)
-    ok, detail = check_outputs(bound, Verification(list(expected), rtol, atol))
-    assert ok, f"kernel '{kernel_name}': {detail}"
-    return [bound.fetch(i) if isinstance(a, np.ndarray) else a for i, a in enumerate(args)]
+    dims = [global_size] if np.isscalar(global_size) else list(global_size)
+    local = None if local_size is None else ([local_size] if np.isscalar(local_size) else list(local_size))
+    job = Job(ctx, source, kernel_name, list(args),
+              Geometry(tuple(dims), global_size=lambda c: dims, local_size=local),
+              Verification(list(expected), rtol=rtol, atol=atol), options, poison=poison,
+              inout=list(inout))
+    try:
+        verified_launch(job, dict(defines or {}), {})
+        return job.arguments.outputs()
+    except ConfigFailed as exc:
+        raise AssertionError(f"kernel '{kernel_name}': {exc.status}: {exc}") from None
+    finally:
+        job.arguments.release()

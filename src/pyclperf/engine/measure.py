@@ -1,0 +1,245 @@
+"""One configuration of a user's kernel: build, bind, one guarded and verified launch, adaptive
+timing, and the row that says how it ended. Nothing a configuration does (a build error, a
+refused launch, a write past an array, an exception in a user callable) escapes as anything but
+its row's status."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from .. import _core
+from ..results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, OUT_OF_BOUNDS, SKIPPED, TIMED,
+                       WRONG)
+from ..stats import summarize
+from .arguments import Arguments
+from .space import Config, Geometry
+from .timing import time_adaptively
+from .verification import Verification
+
+# Build logs are kept in the row when the compiler said something; this much of them.
+LOG_CHARS = 4000
+
+
+class ConfigFailed(Exception):
+    """Ends one configuration with a status (raised inside measure, caught there)."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def user_call(what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Call a user's callable; any exception becomes the configuration's ``invalid`` status
+    naming the callable. KeyboardInterrupt passes: it stops the sweep."""
+    try:
+        return fn(*args)
+    except ConfigFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any user error is that configuration's status
+        raise ConfigFailed(INVALID, f"{what} raised {type(exc).__name__}: {exc}") from None
+
+
+@dataclass
+class Job:
+    """Everything that stays the same from one configuration to the next."""
+
+    ctx: Any
+    source: str
+    kernel_name: str
+    args: Sequence[Any]
+    geometry: Geometry
+    verification: Verification
+    options: str = ""
+    metrics: Mapping[str, Callable[[Config, float], float]] = field(default_factory=dict)
+    poison: Any = True            # True, False, or argument indices/names
+    inout: Sequence[Any] = ()     # argument indices/names
+    reset_outputs: bool = False
+    warmup: int = 3
+    min_time: float = 0.05
+    min_repeats: int = 7
+    max_repeats: int = 1000
+    pinned: bool = False
+
+    def __post_init__(self) -> None:
+        self.arguments = Arguments(self.ctx, self.pinned)
+
+    def resolve_args(self, config: Config) -> list[Any]:
+        """Arguments for this configuration: callables are called with it."""
+        return [user_call(f"argument {i} (a callable of the configuration)", a, config)
+                if callable(a) and not isinstance(a, type) else a for i, a in enumerate(self.args)]
+
+
+def prune(configs: Sequence[Config], restrictions: Sequence[Callable[[Config], bool]]
+          ) -> tuple[list[Config], list[tuple[Config, str]]]:
+    """(allowed configurations, [(configuration, why its restriction failed)]). Restrictions
+    prune the space before any strategy samples it; one that raises marks only that
+    configuration invalid."""
+    allowed, failed = [], []
+    for config in configs:
+        try:
+            if all(user_call(f"restriction {i}", r, config) for i, r in enumerate(restrictions)):
+                allowed.append(config)
+        except ConfigFailed as exc:
+            failed.append((config, str(exc)))
+    return allowed, failed
+
+
+def _indices(spec: Any, names: Sequence[str], what: str) -> list[int]:
+    out = []
+    for s in spec:
+        if isinstance(s, str):
+            if s not in names:
+                raise ConfigFailed(INVALID, f"{what} names '{s}', which is no argument of the "
+                                            f"kernel ({', '.join(names)})")
+            out.append(names.index(s))
+        else:
+            if not 0 <= int(s) < len(names):
+                raise ConfigFailed(INVALID, f"{what} index {s} is out of range")
+            out.append(int(s))
+    return out
+
+
+def _build(job: Job, config: Config, row: dict[str, Any]) -> Any:
+    t0 = time.perf_counter()
+    try:
+        program = job.ctx.program(job.source, defines=config, options=job.options)
+    except _core.BuildError as exc:
+        raise ConfigFailed(BUILD_FAILED, f"{exc.name}: {exc.log[:LOG_CHARS]}") from None
+    row["compile_s"] = time.perf_counter() - t0
+    log = program.build_log.strip()
+    if log:
+        row["build_log"] = log[:LOG_CHARS]
+    try:
+        kernel = program.kernel(job.kernel_name)
+    except _core.InvalidArgumentError as exc:
+        raise ConfigFailed(INVALID, str(exc)) from None
+    row["kernel_work_group_size"] = int(kernel.limits().work_group_size)
+    return kernel
+
+
+def _check_launch(kernel: Any, g: list[int], local: list[int] | None) -> None:
+    try:
+        _core.validate_launch(kernel, g, local or [])
+    except _core.InvalidArgumentError as exc:
+        text = str(exc)
+        status = SKIPPED if "device's limit" in text or "local memory" in text else INVALID
+        raise ConfigFailed(status, f"device limit: {text}" if status == SKIPPED else text) from None
+
+
+def _launch(kernel: Any, g: list[int], local: list[int] | None) -> None:
+    try:
+        kernel.run(g, local)
+    except _core.ClError as exc:
+        raise ConfigFailed(LAUNCH_FAILED, str(exc)) from None
+
+
+def measure(job: Job, config: Config) -> dict[str, Any]:
+    """The measured part of one configuration's row (never raises but KeyboardInterrupt)."""
+    row: dict[str, Any] = {}
+    try:
+        _measure(job, config, row)
+    except ConfigFailed as exc:
+        row.update(status=exc.status, error=str(exc), verified=False)
+    except _core.PyclperfError as exc:
+        status = LAUNCH_FAILED if isinstance(exc, _core.ClError) else INVALID
+        row.update(status=status, error=f"{type(exc).__name__}: {exc}", verified=False)
+    except (TypeError, ValueError) as exc:
+        row.update(status=INVALID, error=str(exc), verified=False)
+    return row
+
+
+def verified_launch(job: Job, config: Config, row: dict[str, Any]) -> tuple[Any, list[int], list[int] | None, list[int]]:
+    """Build, bind and launch once with outputs poisoned and guard zones checked; raises
+    ConfigFailed unless the outputs pass. Returns what timing needs."""
+    g, local = user_call("the launch geometry (problem size, global_size or grid divisor)",
+                         job.geometry.ndrange, config)
+    row.update(global_size=str(tuple(g)), local_size=str(tuple(local)) if local else "auto")
+    kernel = _build(job, config, row)
+    _check_launch(kernel, g, local)
+    names = [a.name for a in kernel.args]
+    values = job.resolve_args(config)
+    inout = _indices(job.inout, names, "inout")
+    job.arguments.bind(kernel, values, math.prod(g), inout)
+
+    # The guarded launch: every output poisoned, every guard zone checked afterwards.
+    t0 = time.perf_counter()
+    expected = user_call("the reference", job.verification.expected, config,
+                         f"{config!r}", values, names) if job.verification.active else []
+    checked = [i for i, e in enumerate(expected) if e is not None]
+    if job.poison is True:
+        poisoned = checked
+    elif job.poison is False:
+        poisoned = []
+    else:
+        poisoned = _indices(job.poison, names, "poison")
+    poisoned = [i for i in poisoned if i not in inout and i in job.arguments.placed]
+    for i in poisoned:
+        job.arguments.poison(i)
+    _launch(kernel, g, local)
+    problem = job.arguments.guard_problem()
+    if problem:
+        raise ConfigFailed(OUT_OF_BOUNDS, problem)
+    passed, detail = True, ""
+    if job.verification.active:
+        outputs = job.arguments.outputs()
+        passed, detail = user_call("verify", job.verification.judge, config, outputs,
+                                   expected, names, poisoned)
+    row["verify_s"] = time.perf_counter() - t0
+    if not passed:
+        raise ConfigFailed(WRONG, detail)
+    return kernel, g, local, inout
+
+
+def _measure(job: Job, config: Config, row: dict[str, Any]) -> None:
+    kernel, g, local, inout = verified_launch(job, config, row)
+    t0 = time.perf_counter()
+    restore = None
+    if job.reset_outputs:
+        restore = lambda: [job.arguments.upload(i) for i in job.arguments.placed]  # noqa: E731
+    elif inout:
+        restore = job.arguments.restore_inout
+    try:
+        times = time_adaptively(kernel, g, local, warmup=job.warmup, min_time_s=job.min_time,
+                                min_repeats=job.min_repeats, max_repeats=job.max_repeats,
+                                reset=restore)
+    except _core.ClError as exc:
+        raise ConfigFailed(LAUNCH_FAILED, str(exc)) from None
+    row["benchmark_s"] = time.perf_counter() - t0
+    stats = summarize(times)
+    seconds = stats["median_ns"] * 1e-9
+    row.update(stats, time_ms=stats["median_ns"] * 1e-6, times_ns=[float(t) for t in times],
+               verified=job.verification.active, status=OK if job.verification.active else TIMED,
+               error="")
+    for name, f in job.metrics.items():
+        row[name] = float(user_call(f"metric '{name}'", f, config, seconds))
+
+
+def run_once(job: Job, config: Config) -> list[Any]:
+    """run_kernel's path: one guarded launch; outputs back, or an exception naming the problem."""
+    row: dict[str, Any] = {}
+    try:
+        g, local = job.geometry.ndrange(config)
+        kernel = _build(job, config, row)
+        _check_launch(kernel, g, local)
+        values = job.resolve_args(config)
+        job.arguments.bind(kernel, values, math.prod(g),
+                           _indices(job.inout, [a.name for a in kernel.args], "inout"))
+        _launch(kernel, g, local)
+        problem = job.arguments.guard_problem()
+        if problem:
+            raise ConfigFailed(OUT_OF_BOUNDS, problem)
+        return job.arguments.outputs()
+    except ConfigFailed as exc:
+        raise KernelRunError(exc.status, str(exc)) from None
+
+
+class KernelRunError(_core.PyclperfError):
+    """run_kernel could not run the kernel as asked; ``status`` says how (as tune's rows do)."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+

@@ -1,0 +1,306 @@
+"""tune(): build, verify and time a user's kernel for every configuration a strategy picks;
+run_kernel(): one configuration, outputs back.
+
+Compared with Kernel Tuner: each configuration is warmed up and timed until a minimum total
+time; every launch stays inside padded, guarded buffers; a wrong result, a refused launch or an
+exception in a user callable is that configuration's status, never the end of the run; 'ok'
+always means verified; and a results file resumes only when everything that defines its rows
+is unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..results import INVALID, Results, ResultsWriter
+from ..sources import kernel_source
+from ..sweep import _progress, base_meta
+from . import fingerprint as fp
+from .measure import Job, measure, prune, run_once
+from .space import Config, Divisor, Geometry, config_key, configurations, unknown_names
+from .verification import Verification
+
+
+def load_source(source: str | os.PathLike[str]) -> str:
+    """OpenCL C given as text, as a path to a .cl file, or as the name of a shipped kernel file."""
+    text = os.fspath(source)
+    if "\n" in text or not text.endswith(".cl"):
+        return text
+    if Path(text).is_file():
+        return Path(text).read_text(encoding="utf-8")
+    try:
+        return kernel_source(text)
+    except FileNotFoundError as exc:
+        raise _core.InvalidArgumentError(f"{text!r} is not a path that exists here, and {exc}") from None
+
+
+def _static_checks(args: Sequence[Any]) -> None:
+    """Harness mistakes in the arguments themselves, before anything touches the device."""
+    from .argtypes import check_plain_array
+
+    for i, a in enumerate(args):
+        if isinstance(a, np.ndarray):
+            check_plain_array(i, a)
+        elif isinstance(a, (list, tuple)):
+            raise TypeError(f"argument {i} is a {type(a).__name__}: pass a NumPy array "
+                            "(np.asarray(values, dtype=...)) so its element type is explicit")
+
+
+def _options(options: str | Sequence[str], compiler_options: Sequence[str] | None) -> str:
+    parts = [options] if isinstance(options, str) else list(options)
+    parts += list(compiler_options or [])
+    return " ".join(p for p in parts if p)
+
+
+def _defining(job: Job, params: Mapping[str, Any], restrictions: Sequence[Any],
+              ctx: Any) -> dict[str, str]:
+    from .. import __version__
+
+    v = job.verification
+    g = job.geometry
+    info = ctx.info
+    return fp.fingerprint({
+        "source": job.source, "kernel": job.kernel_name, "options": job.options,
+        "param_names": list(params), "arguments": list(job.args),
+        "verification": [v.answer, v.reference, v.verify, v.rtol, v.atol],
+        "launch": [g.problem_size, g.global_size, list(g.grid_div), list(g.block_size_names)],
+        "restrictions": list(restrictions),
+        "handling": [job.poison if not isinstance(job.poison, bool) else bool(job.poison),
+                     list(job.inout), job.pinned, job.reset_outputs],
+        "device": [info.name, info.platform_name, info.driver_version],
+        "version": __version__,
+    })
+
+
+def _harness_check(job: Job, configs: list[Config]) -> None:
+    """Answer/reference mistakes (another length, dtype or size) raise before the sweep."""
+    if not job.verification.active:
+        return
+    if not configs:
+        return
+    first = configs[0]
+    try:
+        values = job.resolve_args(first)
+        names = [f"arg{i}" for i in range(len(values))]
+    except Exception:  # noqa: BLE001 - a failing argument callable is that config's status
+        return
+    job.verification.expected(first, repr(first), values, names)
+
+
+def tune(
+    source: str | os.PathLike[str],
+    kernel_name: str,
+    problem_size: int | Sequence[int] | Callable[[Config], Any],
+    args: Sequence[Any],
+    params: Mapping[str, Sequence[Any]] | None = None,
+    *,
+    tune_params: Mapping[str, Sequence[Any]] | None = None,
+    ctx: Any = None,
+    restrictions: Sequence[Callable[[Config], bool] | str] | Callable[[Config], bool] | str = (),
+    options: str | Sequence[str] = "",
+    compiler_options: Sequence[str] | None = None,
+    global_size: Callable[[Config], Sequence[int]] | None = None,
+    grid_div_x: Divisor = None,
+    grid_div_y: Divisor = None,
+    grid_div_z: Divisor = None,
+    block_size_names: Sequence[str] | None = None,
+    answer: Sequence[Any] | None = None,
+    reference: Callable[..., Sequence[Any]] | None = None,
+    verify: Callable[[Config, list[Any]], Any] | None = None,
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+    poison: bool | Sequence[int | str] = True,
+    inout: Sequence[int | str] = (),
+    metrics: Mapping[str, Callable[[Config, float], float]] | None = None,
+    warmup: int = 3,
+    min_time: float = 0.05,
+    min_repeats: int = 7,
+    max_repeats: int = 1000,
+    iterations: int | None = None,
+    reset_outputs: bool = False,
+    pinned: bool = False,
+    strategy: str = "brute_force",
+    strategy_options: Mapping[str, Any] | None = None,
+    max_fevals: int | None = None,
+    time_limit: float | None = None,
+    seed: int | None = None,
+    out: str | os.PathLike[str] | None = None,
+    resume: bool = True,
+    cache: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+) -> Results:
+    """Build, verify and time ``kernel_name`` for the configurations of ``params``.
+
+    * ``params`` (or Kernel Tuner's ``tune_params``): name -> values; each becomes
+      ``-D name=value``. ``block_size_x/y/z`` (or ``block_size_names``) set the work-group;
+      the global size is the problem size divided by ``grid_div_x/y/z`` (default: the block
+      size), rounded up, times the block size — Kernel Tuner's rule — or ``global_size(config)``.
+      ``problem_size`` may be a callable of the configuration.
+    * ``args``: NumPy arrays (checked against the kernel's declared pointer types, placed in
+      padded and guarded device buffers), numbers and NumPy scalars (checked against the
+      declared type), ``LocalMemory(nbytes)``, or callables of the configuration returning any
+      of these (so a ``TYPE`` parameter can choose dtypes).
+    * Verification: ``answer`` (parallel to args, None where unchecked), ``reference(config,
+      *args)`` returning such a list, and/or ``verify(config, outputs) -> bool | (bool, str)``.
+      Checked outputs are poisoned first (``poison``: True, False, or indices/names);
+      ``inout`` arguments are neither poisoned nor left changed between timed launches.
+    * Statuses: ok (verified), timed (nothing to verify against), wrong result, out of bounds,
+      build failed, launch failed, invalid (a harness mistake or a user callable that raised),
+      skipped (a restriction or a device limit).
+    * ``strategy``: "brute_force" (default), "random_sample" or "bayes_opt" (Optuna's TPE,
+      ``pip install "pyclperf[tune]"``), bounded by ``max_fevals`` and ``time_limit`` seconds.
+    * ``out``: JSON-lines file written as configurations finish; with ``resume``, an existing
+      file continues only if every defining input (source, options, parameter names,
+      arguments, answer, launch geometry, restrictions, device, driver, version) is unchanged.
+      ``cache``: the same rows in Kernel Tuner's cache format.
+    """
+    from ..context import Context
+    from . import strategies
+    from .restrictions import compile_restrictions
+
+    if (params is None) == (tune_params is None):
+        raise TypeError("give the tunable parameters as params= or tune_params=, exactly once")
+    space = dict(params if params is not None else tune_params or {})
+    ctx = Context() if ctx is None else ctx
+    if isinstance(restrictions, (str, bytes)) or callable(restrictions):
+        restrictions = [restrictions]  # type: ignore[list-item]
+    checks = compile_restrictions(list(restrictions), list(space))  # type: ignore[arg-type]
+    _static_checks(args)
+    grid_div = (grid_div_x, grid_div_y, grid_div_z)
+    missing = unknown_names(grid_div, space)
+    if missing:
+        raise ValueError(f"grid divisors name {missing}, which are not tunable parameters "
+                         f"({', '.join(space)})")
+    if iterations is not None:
+        min_repeats = max(1, int(iterations))
+        max_repeats = max(max_repeats, min_repeats)
+    job = Job(ctx, load_source(source), kernel_name, list(args),
+              Geometry(problem_size, global_size, grid_div,
+                       block_size_names or ("block_size_x", "block_size_y", "block_size_z")),
+              Verification(answer, reference, verify, rtol, atol),
+              _options(options, compiler_options), dict(metrics or {}), poison,
+              list(inout), reset_outputs, warmup, min_time, min_repeats, max_repeats, pinned)
+    configs, failed = prune(configurations(space), checks)
+    _harness_check(job, configs)
+    defining = _defining(job, space, list(restrictions), ctx)
+    meta = base_meta(ctx, experiment=f"tune:{kernel_name}", kernel=kernel_name,
+                     params={k: list(v) for k, v in space.items()}, options=job.options,
+                     method="events", warmup=warmup, min_time_s=min_time, strategy=strategy,
+                     verified=job.verification.active, metrics=list(job.metrics), x=None,
+                     defining=defining, space_size=len(configs) + len(failed),
+                     pruned=len(configurations(space)) - len(configs) - len(failed))
+    done: set[str] = set()
+    append = False
+    if out is not None and resume and Path(out).is_file():
+        done = fp.check_resume(Path(out), defining)
+        append = True
+    previous = Results.load(out) if append else None  # type: ignore[arg-type]
+
+    options_ = dict(strategy_options or {})
+    budget = strategies.Budget(max_fevals=options_.pop("max_fevals", max_fevals),
+                               time_limit=options_.pop("time_limit", time_limit))
+    search = strategies.make_strategy(strategy, configs, seed=seed, options=options_)
+    for row in previous.rows if previous is not None else []:
+        search.tell({k: row[k] for k in space if k in row}, _objective(row))
+
+    writer = ResultsWriter(out, meta, append=append) if out is not None else None
+    kt = _cache_writer(cache, kernel_name, ctx, problem_size, space, meta)
+    results = Results(meta, list(previous.rows) if previous is not None else [])
+    todo = sum(1 for c in configs if config_key(c) not in done)
+    bar = _progress(budget.cap(todo), progress, f"tune {kernel_name}")
+    started = time.perf_counter()
+
+    def keep(row: dict[str, Any]) -> None:
+        results.rows.append(row)
+        if writer is not None:
+            writer.add(row)
+
+    try:
+        for config, why in failed:  # a restriction that raised: that configuration is invalid
+            if config_key(config) not in done:
+                keep({**config, "config": config_key(config), "status": INVALID, "error": why,
+                      "verified": False})
+                done.add(config_key(config))
+        while not budget.spent(started):
+            config = search.ask()
+            if config is None:
+                break
+            key = config_key(config)
+            if key in done:
+                continue
+            row: dict[str, Any] = {**config, "config": key, **measure(job, config)}
+            done.add(key)
+            budget.count()
+            search.tell(config, _objective(row))
+            keep(row)
+            if kt is not None:
+                kt.add(config, row)
+            if bar is not None:
+                bar.update(1)
+    except KeyboardInterrupt:
+        results.meta["interrupted"] = True
+    finally:
+        if bar is not None:
+            bar.close()
+        if writer is not None:
+            writer.close()
+        if kt is not None:
+            kt.close()
+        job.arguments.release()
+    return results
+
+
+def _objective(row: Mapping[str, Any]) -> float | None:
+    """What the strategies minimise: the median time of a verified (or merely timed) row."""
+    if row.get("status") in ("ok", "timed") and row.get("time_ms") is not None:
+        return float(row["time_ms"])
+    return None
+
+
+def _cache_writer(cache: Any, kernel_name: str, ctx: Any, problem_size: Any,
+                  space: Mapping[str, Sequence[Any]], meta: Mapping[str, Any]) -> Any:
+    if cache is None:
+        return None
+    from .ktcache import open_cache
+
+    return open_cache(cache, kernel_name=kernel_name, device_name=ctx.info.name,
+                      problem_size=problem_size, tune_params=space)
+
+
+def run_kernel(
+    source: str | os.PathLike[str],
+    kernel_name: str,
+    problem_size: int | Sequence[int] | Callable[[Config], Any],
+    args: Sequence[Any],
+    params: Mapping[str, Any] | None = None,
+    *,
+    ctx: Any = None,
+    options: str | Sequence[str] = "",
+    global_size: Callable[[Config], Sequence[int]] | None = None,
+    grid_div_x: Divisor = None,
+    grid_div_y: Divisor = None,
+    grid_div_z: Divisor = None,
+    block_size_names: Sequence[str] | None = None,
+    inout: Sequence[int | str] = (),
+) -> list[Any]:
+    """Build and run one configuration once, inside padded and guarded buffers; return the
+    arguments with arrays read back. A write past an array's end, a refused launch or a wrong
+    argument raises an exception that names it."""
+    from ..context import Context
+
+    ctx = Context() if ctx is None else ctx
+    _static_checks(args)
+    job = Job(ctx, load_source(source), kernel_name, list(args),
+              Geometry(problem_size, global_size, (grid_div_x, grid_div_y, grid_div_z),
+                       block_size_names or ("block_size_x", "block_size_y", "block_size_z")),
+              Verification(), _options(options, None), inout=list(inout))
+    try:
+        return run_once(job, dict(params or {}))
+    finally:
+        job.arguments.release()
