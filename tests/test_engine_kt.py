@@ -53,6 +53,22 @@ def test_exported_from_the_package() -> None:
     assert pyclperf.tune_kernel is kt.tune_kernel and "tune_kernel" in pyclperf.__all__
 
 
+# Kernel Tuner 1.5.0's tune_kernel parameters, in order (a script may pass some positionally).
+KT_PARAMETERS = [
+    "kernel_name", "kernel_source", "problem_size", "arguments", "tune_params", "grid_div_x",
+    "grid_div_y", "grid_div_z", "restrictions", "answer", "atol", "verify", "verbose", "lang",
+    "device", "platform", "smem_args", "cmem_args", "texmem_args", "compiler", "compiler_options",
+    "defines", "log", "iterations", "block_size_names", "quiet", "strategy", "strategy_options",
+    "cache", "metrics", "simulation_mode", "parallel", "observers", "objective",
+    "objective_higher_is_better", "objectives", "seed"]
+
+
+def test_signature_is_kernel_tuners() -> None:
+    import inspect
+
+    assert list(inspect.signature(kt.tune_kernel).parameters) == KT_PARAMETERS
+
+
 def test_arguments_are_translated(stub: Stub, capsys: pytest.CaptureFixture[str]) -> None:
     a = args()
     answer = [a[1], None]

@@ -177,16 +177,18 @@ def tune_kernel(kernel_name: str, kernel_source: Any, problem_size: Any, argumen
                 defines: Any = None, log: Any = None, iterations: int = 7,
                 block_size_names: Any = None, quiet: bool = False, strategy: Any = None,
                 strategy_options: Any = None, cache: Any = None, metrics: Any = None,
-                simulation_mode: Any = False, observers: Any = None, objective: Any = None,
-                objective_higher_is_better: Any = None, parallel: Any = None,
+                simulation_mode: Any = False, parallel: Any = None, observers: Any = None,
+                objective: Any = None, objective_higher_is_better: Any = None,
                 objectives: Any = None, seed: Any = None) -> tuple[list[dict], dict[str, Any]]:
     """Tune an OpenCL kernel with Kernel Tuner's arguments; returns (results, env) like KT.
 
     See Kernel Tuner's documentation for each argument. Differences: only OpenCL
     (``lang`` None or "OpenCL"); strategies brute_force, random_sample and bayes_opt (Optuna's
-    TPE here); KT's verify gets the outputs of every array argument; metrics see the parameters,
-    "time" (ms) and earlier metrics, not KT's other timing fields; ``verbose`` has no effect
-    (every skipped or failed config's reason is in its row of ``env["pyclperf_results"]``).
+    TPE here); "time" is the median of the launches (KT reports their mean; a median is not
+    dragged by one slow launch); KT's verify gets the outputs of every array argument; metrics
+    see the parameters, "time" (ms) and earlier metrics, not KT's other timing fields;
+    ``verbose`` has no effect (every skipped or failed config's reason is in its row of
+    ``env["pyclperf_results"]``).
     """
     if lang is not None and str(lang).lower() != "opencl":
         raise _unsupported(f"lang={lang!r}", "pyclperf tunes OpenCL kernels only")
