@@ -128,10 +128,11 @@ def plot_tune(results: Any, metric: str = "time_ms", ax: Any = None,
     elif len(names) == 2:
         pair = (names[0], names[1])
     n = len(names) + (1 if pair else 0)
+    axes: list[Any]
     if ax is None:
-        fig, axes = plt.subplots(1, n, figsize=(3.2 * n + (1.0 if pair else 0), 3.2),
+        fig, grid = plt.subplots(1, n, figsize=(3.2 * n + (1.0 if pair else 0), 3.2),
                                  layout="constrained", squeeze=False)
-        axes = list(axes[0])
+        axes = list(grid[0])
     else:
         axes = list(ax) if isinstance(ax, (list, tuple, np.ndarray)) else [ax]
         if len(axes) != n:

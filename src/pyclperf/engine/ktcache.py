@@ -19,6 +19,7 @@ written; ``close()`` removes the last comma and adds the braces. The reader acce
 too (and drops a torn last line), so a Kernel Tuner session can resume from our file and ours from
 its file. We add ``pyclperf_status``/``pyclperf_error`` to entries, which Kernel Tuner ignores: a
 cache records no verification, so without our status a numeric time reads back as "timed".
+Our "time" is the median of the launches (Kernel Tuner writes their mean), "times" all of them.
 """
 
 from __future__ import annotations
@@ -152,13 +153,14 @@ def rows_from_cache(header: Mapping[str, Any], entries: Mapping[str, Mapping[str
         config = {k: entry[k] for k in keys if k in entry}
         time = entry.get("time")
         numeric = isinstance(time, (int, float)) and not isinstance(time, bool)
+        ms = float(time) if numeric and time is not None else None
         status = entry.get("pyclperf_status") or ("timed" if numeric else
                                                   _STATUS_OF.get(str(time), "invalid"))
         times_ns = [float(t) * 1e6 for t in entry.get("times") or []] if numeric else []
         row: dict[str, Any] = {**config, "config": config_key(config), "status": status,
                                "error": entry.get("pyclperf_error") or ("" if numeric else str(time)),
                                "verified": status == "ok",
-                               "time_ms": float(time) if numeric else None,
+                               "time_ms": ms,
                                "times_ns": times_ns,
                                "median_ns": float(np.median(times_ns)) if times_ns else None,
                                "min_ns": min(times_ns) if times_ns else None,
