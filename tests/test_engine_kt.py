@@ -162,6 +162,11 @@ def test_kt_restriction_shapes(stub: Stub) -> None:
     assert kw_style({"block_size_x": 32, "tile": 2}) is True
     assert tup({"block_size_x": 32, "tile": 2}) is True
     assert dict_style({"block_size_x": 32, "tile": 2}) is True
+    # python-constraint objects (KT's solver back end) are named, not silently misused.
+    constraint = type("MaxProdConstraint", (), {"__module__": "constraint.constraints",
+                                                "__call__": lambda self, *a: True})()
+    with pytest.raises(NotImplementedError, match="python-constraint"):
+        kt.tune_kernel("vector_add", SRC, N, args(), names, quiet=True, restrictions=[constraint])
     # A lone callable gets the dict, as in KT.
     lone = lambda p: p["tile"] == 1  # noqa: E731
     kt.tune_kernel("vector_add", SRC, N, args(), names, quiet=True, restrictions=lone)

@@ -66,6 +66,9 @@ def _restriction(r: Any, names: Sequence[str]) -> Any:
     a callable whose arguments are not all parameter names gets the dict, like a lone callable."""
     if isinstance(r, str):
         return r
+    if type(r).__module__.split(".")[0] == "constraint":
+        raise _unsupported("python-constraint Constraint objects as restrictions",
+                           "write the restriction as a string or a function")
     if isinstance(r, tuple) and len(r) in (2, 3) and callable(r[0]):
         f, used = r[0], list(r[1])
         return lambda cfg: f(**{n: cfg[n] for n in used})
