@@ -114,7 +114,7 @@ def test_layout_is_kernel_tuners_open_ended_form(tmp_path: Path) -> None:
 
 
 def test_empty_cache_stays_open_like_kernel_tuners(tmp_path: Path) -> None:
-    path = tmp_path / "c.json"
+    path = tmp_path / "new" / "folder" / "c.json"            # folders are made as needed
     writer(path).close()
     assert path.read_text().endswith('"cache": {')
     header, entries = read_cache(path)

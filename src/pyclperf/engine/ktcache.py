@@ -205,6 +205,7 @@ class CacheWriter:
             old, self.entries = read_cache(self.path)
             self._check_same_run(old)
         # Rewrite in the open form: normalises a closed or torn file before appending to it.
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
         with open(tmp, "w") as f:
             f.write(_dumps({**self.header, "cache": {}}, indent="")[: -len(_CLOSE)])
