@@ -38,6 +38,8 @@ def test_example_spec_parses_into_tune_keywords() -> None:
     assert spec.t4 == DATA / "copy_t4.json"
     gbps = kw["metrics"]["GB/s"]
     assert gbps({"block_size_x": 64, "VEC": 1}, 1e-6) == pytest.approx(2 * 4 * 65536 / 1e-6 / 1e9)
+    # 12 configs, of which block_size_x * VEC <= 512 allows all but 256 * 4.
+    assert spec.space_size() == (12, 11)
     # Random fills are seeded: the same spec tunes on the same data.
     assert np.array_equal(parse_spec(DATA / "copy_spec.json").kwargs["args"][1], src)
 
@@ -141,6 +143,7 @@ def test_cli_tune_runs_the_spec_and_prints_the_best(tmp_path: Path, monkeypatch:
 
 def test_cli_tune_dry_run_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["tune", str(write(tmp_path)), "--dry-run"]) == 0
-    assert "kernel_name = 'copy'" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "kernel_name = 'copy'" in out and "11 of 12 configs allowed" in out
     assert cli.main(["tune", str(write(tmp_path, strategy="nope"))]) == 2
     assert "unknown strategy 'nope'" in capsys.readouterr().err

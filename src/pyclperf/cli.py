@@ -130,8 +130,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
             kwargs[key] = getattr(args, key)
     if args.dry_run:
         shown = {k: v for k, v in kwargs.items() if k not in ("source", "args", "answer", "metrics")}
-        print(f"{spec.path}: {len(kwargs['args'])} arguments, metrics "
-              f"{sorted(kwargs.get('metrics') or {})}, verified: {'answer' in kwargs}")
+        total, allowed = spec.space_size()
+        print(f"{spec.path}: {allowed} of {total} configs allowed by the restrictions, "
+              f"{len(kwargs['args'])} arguments, metrics {sorted(kwargs.get('metrics') or {})}, "
+              f"verified: {'answer' in kwargs}")
         for k, v in shown.items():
             print(f"  {k} = {v!r}")
         return 0

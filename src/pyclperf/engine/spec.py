@@ -35,6 +35,7 @@ and raises SpecError with a one-line message on the first problem.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import dataclass, field
@@ -67,6 +68,21 @@ class TuneSpec:
     kwargs: dict[str, Any]
     t4: Path | None = None
     arg_names: list[str] = field(default_factory=list)
+
+    def space_size(self) -> tuple[int, int]:
+        """(configs in the product of tune_params, configs the restrictions allow); a config whose
+        restriction raises counts as not allowed, as the engine marks it invalid."""
+        params = self.kwargs["params"]
+        rs = compile_restrictions(self.kwargs.get("restrictions"), list(params))
+        total = allowed = 0
+        for values in itertools.product(*params.values()):
+            total += 1
+            cfg = dict(zip(params, values))
+            try:
+                allowed += all(r(cfg) for r in rs)
+            except Exception:  # noqa: BLE001 - any error in a restriction rules the config out
+                pass
+        return total, allowed
 
 
 def _fail(msg: str) -> SpecError:
