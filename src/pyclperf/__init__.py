@@ -30,6 +30,7 @@ from ._core import (
     Sampler,
 )
 from .context import Context
+from .engine.kt import tune_kernel
 from .devices import default_device, device_summary, list_devices, select_device
 from .experiments import names as experiment_names
 from .experiments import run
@@ -79,4 +80,5 @@ __all__ = [
     "time_copy",
     "time_transfer",
     "tune",
+    "tune_kernel",
 ]

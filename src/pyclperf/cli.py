@@ -118,6 +118,40 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    import pyclperf
+    from pyclperf.engine.rows import best_table
+    from pyclperf.engine.spec import parse_spec
+
+    spec = parse_spec(args.spec)
+    kwargs = dict(spec.kwargs)
+    for key in ("strategy", "max_fevals", "time_limit", "out", "cache"):
+        if getattr(args, key) is not None:
+            kwargs[key] = getattr(args, key)
+    if args.dry_run:
+        shown = {k: v for k, v in kwargs.items() if k not in ("source", "args", "answer", "metrics")}
+        total, allowed = spec.space_size()
+        print(f"{spec.path}: {allowed} of {total} configs allowed by the restrictions, "
+              f"{len(kwargs['args'])} arguments, metrics {sorted(kwargs.get('metrics') or {})}, "
+              f"verified: {'answer' in kwargs}")
+        for k, v in shown.items():
+            print(f"  {k} = {v!r}")
+        return 0
+    ctx = pyclperf.Context(args.device)
+    print(f"tuning {kwargs['kernel_name']} on {ctx.info.name} ({ctx.info.platform_name})", flush=True)
+    results = pyclperf.tune(ctx=ctx, **kwargs)
+    print(best_table(results, top=args.top))
+    for key in ("out", "cache"):
+        if kwargs.get(key):
+            print(f"wrote {kwargs[key]}")
+    if spec.t4 is not None:
+        from pyclperf.engine.t4 import write_t4
+
+        print(f"wrote {write_t4(results, spec.t4)}")
+    # Exit 1 when no config ran to completion: a tuning run with nothing to pick is a failure.
+    return 0 if any(r.get("status") in ("ok", "timed") for r in results.rows) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     from pyclperf.experiments import names
 
@@ -156,6 +190,17 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--metric", default=None, help="column to compare (default gbps, else median_ns)")
     cmp_.add_argument("--csv", default=None, help="also write the table as CSV")
     cmp_.set_defaults(func=cmd_compare)
+    t = sub.add_parser("tune", help="tune a kernel described by a JSON spec (see pyclperf.engine.spec)")
+    t.add_argument("spec", help="the spec file (JSON)")
+    t.add_argument("--device", default=None, help="as for 'run' (default: $PYCLPERF_DEVICE, else first GPU)")
+    t.add_argument("--strategy", default=None, help="override the spec's strategy")
+    t.add_argument("--max-fevals", type=int, default=None, help="override the spec's max_fevals")
+    t.add_argument("--time-limit", type=float, default=None, help="override the spec's time_limit (s)")
+    t.add_argument("--out", default=None, help="override the spec's results file")
+    t.add_argument("--cache", default=None, help="override the spec's Kernel Tuner cache file")
+    t.add_argument("--top", type=int, default=10, help="rows of the best-configs table (default 10)")
+    t.add_argument("--dry-run", action="store_true", help="check the spec and show what would run")
+    t.set_defaults(func=cmd_tune)
     return p
 
 

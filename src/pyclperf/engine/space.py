@@ -92,7 +92,8 @@ class Geometry:
             value = div
         else:
             parts = [div] if isinstance(div, str) else list(div)
-            value = math.prod(int(config[p]) if isinstance(p, str) else int(p) for p in parts)
+            value = math.prod(int(config[p]) if isinstance(p, str) else
+                              int(p(config)) if callable(p) else int(p) for p in parts)
         if int(value) <= 0:
             raise _core.InvalidArgumentError(f"grid divisor of dimension {'xyz'[d]} is {value}")
         return int(value)
@@ -111,10 +112,23 @@ class Geometry:
         return glob, local
 
 
-def unknown_names(grid_div: Sequence[Divisor], params: Mapping[str, Any]) -> list[str]:
-    """Parameter names a grid divisor uses that are no tunable parameter (a harness mistake)."""
-    missing = []
+def compile_divisors(grid_div: Sequence[Divisor], params: Sequence[str]) -> tuple[Divisor, ...]:
+    """Kernel Tuner's grid divisors with expressions compiled: a string that is no parameter
+    name ("block_size_x*tile") becomes a safe expression over the parameters; one naming
+    anything else is a ValueError now, before the first configuration."""
+    from .restrictions import compile_expression
+
+    def one(part: Any) -> Any:
+        if isinstance(part, str) and part not in params:
+            return compile_expression(part, params, what="grid divisor")
+        return part
+
+    out: list[Divisor] = []
     for div in grid_div:
-        parts = [div] if isinstance(div, str) else list(div) if isinstance(div, (list, tuple)) else []
-        missing += [p for p in parts if isinstance(p, str) and p not in params]
-    return missing
+        if isinstance(div, str):
+            out.append([one(div)])
+        elif isinstance(div, (list, tuple)):
+            out.append([one(p) for p in div])
+        else:
+            out.append(div)
+    return tuple(out)

@@ -23,7 +23,7 @@ from ..sources import kernel_source
 from ..sweep import _progress, base_meta
 from . import fingerprint as fp
 from .measure import Job, measure, prune, run_once
-from .space import Config, Divisor, Geometry, config_key, configurations, unknown_names
+from .space import Config, Divisor, Geometry, compile_divisors, config_key, configurations
 from .verification import Verification
 
 
@@ -172,11 +172,7 @@ def tune(
         restrictions = [restrictions]  # type: ignore[list-item]
     checks = compile_restrictions(list(restrictions), list(space))  # type: ignore[arg-type]
     _static_checks(args)
-    grid_div = (grid_div_x, grid_div_y, grid_div_z)
-    missing = unknown_names(grid_div, space)
-    if missing:
-        raise ValueError(f"grid divisors name {missing}, which are not tunable parameters "
-                         f"({', '.join(space)})")
+    grid_div = compile_divisors((grid_div_x, grid_div_y, grid_div_z), list(space))
     if iterations is not None:
         min_repeats = max(1, int(iterations))
         max_repeats = max(max_repeats, min_repeats)
@@ -190,7 +186,8 @@ def tune(
     _harness_check(job, configs)
     defining = _defining(job, space, list(restrictions), ctx)
     meta = base_meta(ctx, experiment=f"tune:{kernel_name}", kernel=kernel_name,
-                     params={k: list(v) for k, v in space.items()}, options=job.options,
+                     params={k: list(v) for k, v in space.items()},
+                     tune_params={k: list(v) for k, v in space.items()}, options=job.options,
                      method="events", warmup=warmup, min_time_s=min_time, strategy=strategy,
                      verified=job.verification.active, metrics=list(job.metrics), x=None,
                      defining=defining, space_size=len(configs) + len(failed),
@@ -202,19 +199,27 @@ def tune(
         append = True
     previous = Results.load(out) if append else None  # type: ignore[arg-type]
 
-    options_ = dict(strategy_options or {})
-    budget = strategies.Budget(max_fevals=options_.pop("max_fevals", max_fevals),
-                               time_limit=options_.pop("time_limit", time_limit))
-    search = strategies.make_strategy(strategy, configs, seed=seed, options=options_)
-    for row in previous.rows if previous is not None else []:
-        search.tell({k: row[k] for k in space if k in row}, _objective(row))
+    kt = _cache_writer(cache, kernel_name, ctx, problem_size, space, job, resume)
+    resumed = list(previous.rows) if previous is not None else []
+    if kt is not None and previous is None:  # a Kernel Tuner cache alone: its entries are done
+        from .ktcache import rows_from_cache
+
+        resumed = rows_from_cache({"tune_params_keys": list(space)}, kt.entries, config_key=config_key)
+        done |= {r["config"] for r in resumed}
+    search = strategies.make_strategy(strategy, configs, seed=seed,
+                                      options=dict(strategy_options or {}),
+                                      max_fevals=max_fevals, time_limit=time_limit)
+    allowed_keys = {config_key(c) for c in configs}
+    for row in resumed:
+        if row.get("config") in allowed_keys:
+            search.tell({k: row[k] for k in space}, _objective(row))
 
     writer = ResultsWriter(out, meta, append=append) if out is not None else None
-    kt = _cache_writer(cache, kernel_name, ctx, problem_size, space, meta)
-    results = Results(meta, list(previous.rows) if previous is not None else [])
+    results = Results(meta, resumed)
     todo = sum(1 for c in configs if config_key(c) not in done)
-    bar = _progress(budget.cap(todo), progress, f"tune {kernel_name}")
-    started = time.perf_counter()
+    if max_fevals is not None:
+        todo = min(todo, max(0, int(max_fevals) - len(resumed)))
+    bar = _progress(todo, progress, f"tune {kernel_name}")
 
     def keep(row: dict[str, Any]) -> None:
         results.rows.append(row)
@@ -227,20 +232,17 @@ def tune(
                 keep({**config, "config": config_key(config), "status": INVALID, "error": why,
                       "verified": False})
                 done.add(config_key(config))
-        while not budget.spent(started):
-            config = search.ask()
-            if config is None:
-                break
+        while (config := search.ask()) is not None:
             key = config_key(config)
             if key in done:
                 continue
             row: dict[str, Any] = {**config, "config": key, **measure(job, config)}
+            row["timestamp"] = time.time()
             done.add(key)
-            budget.count()
             search.tell(config, _objective(row))
             keep(row)
             if kt is not None:
-                kt.add(config, row)
+                kt.add(row)
             if bar is not None:
                 bar.update(1)
     except KeyboardInterrupt:
@@ -264,13 +266,15 @@ def _objective(row: Mapping[str, Any]) -> float | None:
 
 
 def _cache_writer(cache: Any, kernel_name: str, ctx: Any, problem_size: Any,
-                  space: Mapping[str, Sequence[Any]], meta: Mapping[str, Any]) -> Any:
+                  space: Mapping[str, Sequence[Any]], job: Job, resume: bool) -> Any:
+    """Kernel Tuner's cache file beside (or instead of) the JSON lines, when asked for."""
     if cache is None:
         return None
-    from .ktcache import open_cache
+    from .ktcache import CacheWriter
 
-    return open_cache(cache, kernel_name=kernel_name, device_name=ctx.info.name,
-                      problem_size=problem_size, tune_params=space)
+    return CacheWriter(cache, device_name=ctx.info.name, kernel_name=kernel_name,
+                       problem_size=problem_size, tune_params=space, metrics=list(job.metrics),
+                       resume=resume)
 
 
 def run_kernel(
