@@ -4,8 +4,11 @@ where CuPy is missing (issue 17)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 
+import numpy as np
 import pytest
+from fake_cupy import LAUNCH_MS, FakeCupy, cupyx_module
 
 from pyclperf import reference_cuda as rc
 from pyclperf.reference_cuda import BatchPolicy, BatchTimer, BatchTooShortError
@@ -136,3 +139,56 @@ def test_without_cupy_the_references_say_so_by_name():
     assert not isinstance(info.value, ImportError)
     assert info.value.__cause__ is None and info.value.__suppress_context__
     assert "CuPy is not available" in (rc.unavailable_reason() or "")
+
+
+# --- the references themselves, on a NumPy stand-in for CuPy (tests/fake_cupy.py) ---------
+
+def _references(broken: tuple[str, ...] = ()) -> tuple[FakeCupy, rc.CudaReference]:
+    fake = FakeCupy(broken)
+    return fake, rc.CudaReference(cp=fake)
+
+
+KiB = 1 << 10
+
+
+def _all_prepared(ref: rc.CudaReference, nbytes: int = 64 * KiB) -> dict[str, rc.Prepared]:
+    a = np.random.default_rng().uniform(-1, 1, (32, 32)).astype(np.float32)
+    return {
+        "memcpy": ref.device_copy(nbytes, "memcpy"), "copyto": ref.device_copy(nbytes, "copyto"),
+        "h2d pinned": ref.transfer("h2d", nbytes), "d2h pinned": ref.transfer("d2h", nbytes),
+        "h2d pageable": ref.transfer("h2d", nbytes, "pageable"),
+        "copy_f4": ref.copy_kernel(nbytes), "fill_f4": ref.fill_kernel(nbytes),
+        "read_f4": ref.read_kernel(nbytes), "matmul": ref.matmul(a, a.T.copy())[0],
+    }
+
+
+@pytest.fixture
+def fake_cupyx(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupyx", cupyx_module())
+
+
+def test_every_reference_verifies_and_is_timed_per_launch(fake_cupyx):
+    fake, ref = _references()
+    for name, prepared in _all_prepared(ref).items():
+        assert prepared.verified, (name, prepared.detail)
+        result = prepared.measure(batches=3)
+        # The fake device clock moves LAUNCH_MS per launch: batches of many launches, divided.
+        assert result["median_ns"] == pytest.approx(LAUNCH_MS * 1e6), name
+        assert result["launches_per_batch"] >= 2 and result["batches"] == 3
+        assert "CUDA events around" in result["how"] and result["verified"]
+    # The kernels were tried in every launch shape, and the best one kept.
+    shapes = ref.copy_kernel(64 * KiB).config["shapes_ns"]
+    assert len(shapes) == len(rc.BLOCKS) * len(rc.GRIDS_PER_SM)
+
+
+@pytest.mark.parametrize("broken, name", [
+    (("memcpy",), "memcpy"), (("memcpy",), "h2d pinned"), (("memcpy",), "d2h pinned"),
+    (("copyto",), "copyto"), (("copy_f4",), "copy_f4"), (("fill_f4",), "fill_f4"),
+    (("read_f4",), "read_f4"), (("matmul",), "matmul"),
+])
+def test_a_reference_that_does_nothing_fails_its_check(fake_cupyx, broken, name):
+    # Destinations are poisoned first, so an operation that writes nothing cannot pass.
+    _, ref = _references(broken)
+    prepared = _all_prepared(ref)[name]
+    assert not prepared.verified
+    assert prepared.detail

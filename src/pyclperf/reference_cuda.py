@@ -23,6 +23,8 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from ._cuda_kernels import SOURCE as _KERNELS
+
 # An upper bound on the host's launch gap (issue + driver latency per call): a few us on the
 # H100/H200 machines, so 10 us leaves room. A batch must last at least MIN_GAP_MULTIPLE times it,
 # so one gap can be at most 2% of a batch; calibration aims at TARGET_BATCH_S, where it is 0.05%.
@@ -217,38 +219,9 @@ class Prepared:
         return self.result(self.timer.measure(batches))
 
 
-_KERNELS = r"""
-typedef unsigned long long u64;
-#define GRID_STRIDE(i, n) for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < (n); \
-                               i += (u64)gridDim.x * blockDim.x)
-extern "C" __global__ void copy_f4(float4* __restrict__ out, const float4* __restrict__ in, u64 n)
-{
-    GRID_STRIDE(i, n) out[i] = in[i];
-}
-extern "C" __global__ void fill_f4(float4* __restrict__ out, float value, u64 n)
-{
-    const float4 v = make_float4(value, value, value, value);
-    GRID_STRIDE(i, n) out[i] = v;
-}
-// Each thread sums its float4s; the block adds its threads' sums (warp shuffles, one shared slot
-// per warp) and writes one float, so the writes are negligible beside the reads.
-extern "C" __global__ void read_f4(const float4* __restrict__ in, u64 n, float* __restrict__ partial)
-{
-    __shared__ float warp_sums[32];
-    float s = 0.0f;
-    GRID_STRIDE(i, n) { const float4 v = in[i]; s += (v.x + v.y) + (v.z + v.w); }
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = s;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        s = threadIdx.x < (blockDim.x >> 5) ? warp_sums[threadIdx.x] : 0.0f;
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-        if (threadIdx.x == 0) partial[blockIdx.x] = s;
-    }
-}
-"""
+# Launch shapes the kernels are tried in: every block size x a few blocks per SM.
 BLOCKS = (128, 256, 512, 1024)
-GRIDS_PER_SM = (1, 2, 4, 8)
+GRIDS_PER_SM = (2, 4, 8, 16, 32)
 
 
 class CudaReference:
@@ -267,7 +240,8 @@ class CudaReference:
 
     @property
     def sm_count(self) -> int:
-        return int(self.cp.cuda.Device().attributes["MultiProcessorCount"])
+        rt = self.cp.cuda.runtime
+        return int(rt.getDeviceProperties(self.cp.cuda.Device().id)["multiProcessorCount"])
 
     def timer(self, launch: Callable[[], None]) -> BatchTimer:
         return BatchTimer(launch, self.clock, self.policy)
@@ -310,15 +284,18 @@ class CudaReference:
         data = random_bytes(self.rng, nbytes)
         if direction == "h2d":
             host[:] = data
-            dst, src, kind = device.data.ptr, host.ctypes.data, rt.memcpyHostToDevice
+            kind = rt.memcpyHostToDevice
         elif direction == "d2h":
             device.set(data)
             host[:] = 0xAD
-            dst, src, kind = host.ctypes.data, device.data.ptr, rt.memcpyDeviceToHost
+            kind = rt.memcpyDeviceToHost
         else:
             raise ValueError(f"direction must be 'h2d' or 'd2h', got {direction!r}")
 
         def launch() -> None:
+            # Pointers taken here, so the closure keeps both arrays alive as long as the timer.
+            d, h = device.data.ptr, host.ctypes.data
+            dst, src = (d, h) if direction == "h2d" else (h, d)
             rt.memcpyAsync(dst, src, nbytes, kind, self.stream.ptr)
 
         launch()
@@ -343,7 +320,7 @@ class CudaReference:
                 grid = per_sm * self.sm_count
 
                 def launch(grid: int = grid, block: int = block) -> None:
-                    kernel((grid,), (block,), args(grid), stream=self.stream)
+                    kernel((grid,), (block,), args(grid))  # on the current (default) stream
 
                 timer = self.timer(launch)
                 s = timer.measure(self.search_batches).median_s
