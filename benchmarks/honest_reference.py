@@ -114,11 +114,11 @@ def transfer_side(ctx: Any, mode: Mode, nbytes: int, repeats: int) -> tuple[Side
 def vector_best(ctx: Any, nbytes: int, repeats: int) -> tuple[Side, dict[str, Any]]:
     """The vector experiment's copies (1 GiB): its best variant, re-timed in rounds."""
     sweep = pyclperf.run("vector", ctx, size=nbytes, variants=[v.name for v in COPIES],
-                         warmup=2, repeats=repeats)
+                         warmup=2, repeats=repeats, reference=False)  # compared below, in rounds
     best = sweep.meta.get("best_variant")
     if best is None:
         raise RuntimeError(f"no vector copy variant verified: {sweep.meta.get('conclusion')}")
-    vector = VectorWidth(ctx, nbytes=nbytes, variants=[best])
+    vector = VectorWidth(ctx, nbytes=nbytes, variants=[best], reference=False)
     v = vector.variants[0]
     row = vector.measure(vector.points()[0], warmup=1, repeats=2, method="events", verify=True)
     side = opencl_side(f"vector experiment's best copy ({best})", vector.kernel(v),

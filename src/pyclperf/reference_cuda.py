@@ -32,6 +32,12 @@ LAUNCH_GAP_BOUND_S = 10e-6
 MIN_GAP_MULTIPLE = 50.0
 TARGET_BATCH_S = 20e-3
 
+# For conclusions that name a reference without measuring it.
+COPY_REFERENCE = "cudaMemcpyAsync device-to-device (CuPy)"
+TIMED_AS = ("CUDA events around batches of back-to-back launches (one untimed launch queued "
+            f"ahead, each batch >= {MIN_GAP_MULTIPLE:g}x a {1e6 * LAUNCH_GAP_BOUND_S:g} us "
+            "launch-gap bound), per-launch median over batches")
+
 
 class CudaUnavailableError(RuntimeError):
     """No CUDA reference can be measured here (CuPy missing, or no CUDA device)."""
@@ -259,7 +265,7 @@ class CudaReference:
         if api == "memcpy":
             def launch() -> None:
                 rt.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, rt.memcpyDeviceToDevice, self.stream.ptr)
-            name = "cudaMemcpyAsync device-to-device (CuPy)"
+            name = COPY_REFERENCE
         elif api == "copyto":
             def launch() -> None:
                 cp.copyto(dst, src)
