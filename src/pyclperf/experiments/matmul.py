@@ -527,7 +527,8 @@ class Tiling(_Product):
         if ref is not None and ref.get("status") == OK:
             share = best["gflops"] / ref["gflops"]
             results.meta["fraction_of_reference"] = share
-            text += f"; {REFERENCE} reached {ref['gflops']:.0f} GFLOP/s ({100 * share:.0f}% of it)"
+            text += (f"; {REFERENCE} reached {ref['gflops']:.0f} GFLOP/s ({100 * share:.0f}% of it; "
+                     f"timed by {ref['method']})")
         else:
             text += f"; {self.reference_note or 'the reference GEMM failed'}"
         return text + (". Tradeoffs expects each optimisation to help only while occupancy "
