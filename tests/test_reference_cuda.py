@@ -192,3 +192,20 @@ def test_a_reference_that_does_nothing_fails_its_check(fake_cupyx, broken, name)
     prepared = _all_prepared(ref)[name]
     assert not prepared.verified
     assert prepared.detail
+
+
+def test_a_host_bound_batch_is_named_so():
+    # 2 ms of host time to issue each 1 ms launch: the device waited on the host, and the
+    # figure is a launch rate; the how-timed note must say so. A quick issuer is not flagged.
+    import time
+
+    stream = FakeStream([1e-3])
+
+    def slow_launch() -> None:
+        time.sleep(2e-3)
+        stream.launch()
+
+    slow = BatchTimer(slow_launch, stream, launches=10).measure(2)
+    assert slow.host_issue_share > 1 and "host-bound" in slow.how
+    quick = BatchTimer(stream.launch, stream, launches=10).measure(2)
+    assert quick.host_issue_share < 0.5 and "host-bound" not in quick.how

@@ -18,6 +18,7 @@ it, CudaReference() raises CudaUnavailableError with the reason.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -31,6 +32,8 @@ from ._cuda_kernels import SOURCE as _KERNELS
 LAUNCH_GAP_BOUND_S = 10e-6
 MIN_GAP_MULTIPLE = 50.0
 TARGET_BATCH_S = 20e-3
+# Above this share of a batch's device time spent issuing it, the host may have set the pace.
+HOST_BOUND_SHARE = 0.5
 
 # For conclusions that name a reference without measuring it.
 COPY_REFERENCE = "cudaMemcpyAsync device-to-device (CuPy)"
@@ -79,6 +82,9 @@ class Timing:
     batch_per_launch_s: list[float]
     launches: int
     how: str
+    # Host seconds spent issuing a batch over the batch's device seconds (median): near or above
+    # 1 the host, not the device, set the pace, and the figure is a launch rate.
+    host_issue_share: float = 0.0
 
     @property
     def median_s(self) -> float:
@@ -101,7 +107,7 @@ class Timing:
                 "max_ns": 1e9 * self.max_s, "spread_pct": self.spread_pct,
                 "batch_ns": [1e9 * s for s in self.batch_per_launch_s],
                 "launches_per_batch": self.launches, "batches": len(self.batch_per_launch_s),
-                "how": self.how}
+                "host_issue_share": self.host_issue_share, "how": self.how}
 
 
 class BatchTimer:
@@ -112,14 +118,19 @@ class BatchTimer:
         self.launch, self.clock, self.policy = launch, clock, policy
         self.launches = launches
         self.clock_name = clock_name
+        self.issue_shares: list[float] = []  # one per timed batch (see Timing.host_issue_share)
 
     def _batch_s(self, n: int) -> float:
         self.launch()  # untimed: keeps the stream busy while the start mark is queued
         self.clock.record_start()
+        began = time.perf_counter()
         for _ in range(n):
             self.launch()
         self.clock.record_end()
-        return self.clock.elapsed_s()
+        issued = time.perf_counter() - began
+        total = self.clock.elapsed_s()
+        self._last_share = issued / total if total > 0 else math.inf
+        return total
 
     def calibrate(self) -> int:
         """The launches per batch that make a batch last about the target (grown from a trial)."""
@@ -147,15 +158,21 @@ class BatchTimer:
                 f"a batch of {n} launches lasted {1e6 * total:.1f} us, under {p.min_gap_multiple:g}x "
                 f"the {1e6 * p.gap_bound_s:g} us launch-gap bound ({1e6 * p.shortest_batch_s:g} us): "
                 "the gap would be a visible part of the figure; use more launches or more data")
+        self.issue_shares.append(self._last_share)
         return total / n
 
     def how(self, batches: int) -> str:
-        return (f"{self.clock_name} around {self.launches} back-to-back launches (one untimed "
+        text = (f"{self.clock_name} around {self.launches} back-to-back launches (one untimed "
                 f"launch queued ahead), per-launch median of {batches} batches")
+        if self.issue_shares and float(np.median(self.issue_shares)) > HOST_BOUND_SHARE:
+            text += "; host-bound: the launches were issued no faster than they ran"
+        return text
 
     def measure(self, batches: int = 5) -> Timing:
+        self.issue_shares = []
         per = [self.batch() for _ in range(max(1, int(batches)))]
-        return Timing(per, int(self.launches or 0), self.how(len(per)))
+        return Timing(per, int(self.launches or 0), self.how(len(per)),
+                      float(np.median(self.issue_shares)))
 
 
 # --- CuPy: the clock, the references -------------------------------------------------------
