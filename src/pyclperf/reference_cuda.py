@@ -191,15 +191,6 @@ def cupy_module() -> Any:
     return cupy
 
 
-def unavailable_reason() -> str | None:
-    """None where the CUDA reference can be measured, else why not."""
-    try:
-        cupy_module()
-    except CudaUnavailableError as exc:
-        return str(exc)
-    return None
-
-
 class CudaEventClock:
     """CUDA events on one stream: the Clock for the real references."""
 
@@ -231,15 +222,13 @@ class Prepared:
     flops: int = 0
     keep: Any = None  # the arrays the launches use, alive as long as this is
 
-    def result(self, timing: Timing) -> dict[str, Any]:
-        out = {"name": self.name, "config": self.config, "bytes": self.nbytes,
-               "verified": self.verified, "detail": self.detail, **timing.as_dict()}
+    def measure(self, batches: int = 5) -> dict[str, Any]:
+        """Timed in ``batches`` batches: what, how, per-launch ns, GB/s (GFLOP/s), verdict."""
+        out = {"name": self.name, "config": self.config, "bytes": self.nbytes, "verified":
+               self.verified, "detail": self.detail, **self.timer.measure(batches).as_dict()}
         out["gbps"] = self.nbytes / out["median_ns"] if self.nbytes else None
         out["gflops"] = self.flops / out["median_ns"] if self.flops else None
         return out
-
-    def measure(self, batches: int = 5) -> dict[str, Any]:
-        return self.result(self.timer.measure(batches))
 
 
 # Launch shapes the kernels are tried in: every block size x a few blocks per SM.
