@@ -230,18 +230,18 @@ def figure(name: str, unit: str, ours: Callable[[], Side],
         mine = ours()
     except Exception as exc:  # noqa: BLE001 - one GPU run: record the failure, keep going
         return {**out, "error": f"pyclperf side failed: {type(exc).__name__}: {exc}"}
-    other, note = None, skipped
+    other, missing = None, {"skipped": skipped}
     if cuda is not None:
         try:
             other = cuda_side(theirs(cuda))
         except Exception as exc:  # noqa: BLE001
-            note = f"failed: {type(exc).__name__}: {exc}"
+            missing = {"failed": f"{type(exc).__name__}: {exc}"}
     try:
         out.update(rounds_of(mine, other, rounds, unit))
     except Exception as exc:  # noqa: BLE001 - e.g. BatchTooShortError from the CUDA side
         return {**out, "error": f"timing failed: {type(exc).__name__}: {exc}"}
     if other is None:
-        out["cuda"] = {"skipped": note}
+        out["cuda"] = missing
     print(f"  {cell(out, 'pyclperf')} | {cell(out, 'cuda')} | {ratio_cell(out)}   [{name}]", flush=True)
     return out
 
@@ -265,6 +265,8 @@ def tiling_figure(ctx: Any, n: int | None, repeats: int, cuda: rc.CudaReference 
     ref = next((r for r in res.rows if r["variant"] == REFERENCE), None)
     if ref is None:
         out["cuda"] = {"skipped": skipped or res.meta.get("reference")}
+    elif not ref.get("gflops"):  # raised before timing: the row holds the status and error
+        out["cuda"] = {"failed": f"{ref.get('status')}: {ref.get('error')}"}
     else:
         out["cuda"] = {"label": "cupy.matmul (cuBLAS)", "value": ref.get("gflops"), "how": ref.get("method"),
                        "verified": ref.get("status") == "ok", "detail": ref.get("error", ""),
@@ -279,6 +281,8 @@ def cell(row: dict[str, Any], side: str) -> str:
     s = row.get(side)
     if s is None:
         return row.get("error", "-") if side == "pyclperf" else "-"
+    if "failed" in s:
+        return f"**FAILED: {s['failed']}**"
     if "skipped" in s:
         return f"skipped: {s['skipped']}" if not str(s["skipped"]).startswith("skipped") else s["skipped"]
     text = f"{s['value']:.1f} {row['unit']} {s['label']}"
@@ -376,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(record, indent=1, default=str))
     print(f"wrote {out} ({record['seconds']:.0f} s in all)\n")
     print(markdown(rows, rep, R))
-    bad = [r["figure"] for r in rows if "error" in r or any(
+    bad = [r["figure"] for r in rows if "error" in r or "failed" in r.get("cuda", {}) or any(
         isinstance(r.get(s), dict) and "value" in r[s] and not r[s].get("verified") for s in ("pyclperf", "cuda"))]
     if bad:
         print(f"\nfailed or unverified: {bad}", file=sys.stderr)

@@ -65,3 +65,25 @@ def test_with_a_cuda_reference_every_figure_has_a_ratio(script, ctx, tmp_path, c
         assert row["ratio"]["median"] == pytest.approx(ours / theirs, rel=0.5), row
     assert {"memcpy", "copyto", "copy_f4", "read_f4", "fill_f4", "matmul"} <= set(fake.launched)
     assert out.rstrip().splitlines()[-1].startswith("pyclperf: OpenCL events")
+
+
+def test_a_wrong_or_failing_cuda_side_is_reported_and_fails_the_run(script, ctx, tmp_path, capsys,
+                                                                   monkeypatch):
+    fake = FakeCupy(broken=("memcpy",))  # cudaMemcpyAsync silently does nothing
+
+    def no_compiler(code):
+        raise RuntimeError("NVRTC is missing")
+
+    fake.RawModule = no_compiler
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setitem(sys.modules, "cupyx", cupyx_module())
+    code, record, out = _run(script, ctx, tmp_path, capsys)
+    assert code == 1
+    rows = {r["figure"]: r for r in record["figures"]}
+    pinned = next(r for name, r in rows.items() if name.startswith("pinned H2D"))
+    assert pinned["cuda"]["verified"] is False and "NOT VERIFIED" in out
+    read = next(r for name, r in rows.items() if name.startswith("read-only"))
+    assert read["cuda"] == {"failed": "RuntimeError: NVRTC is missing"} and "ratio" not in read
+    assert "**FAILED: RuntimeError: NVRTC is missing**" in out
+    copyto = next(r for name, r in rows.items() if name.endswith("vs cupy.copyto"))
+    assert copyto["cuda"]["verified"]  # the rest of the run went on
