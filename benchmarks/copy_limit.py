@@ -7,8 +7,10 @@ Run on the GPU machine after `pip install --no-build-isolation .`:
 Step 1 tunes the copy kernels of kernels/vector.cl with pyclperf.tune (element width, elements
 per work-item, work-group size, and the grid-stride kernel's work-groups per compute unit), each
 configuration verified on a 1 GiB buffer. Step 2 takes the fastest configurations and times them
-against cudaMemcpyAsync (through CuPy) in alternating rounds, so that clock and thermal drift
-hit both sides alike: the figure is the median over rounds of (pyclperf / CuPy) per round.
+against cudaMemcpyAsync (through CuPy, by pyclperf.reference_cuda: CUDA events around batches of
+back-to-back launches, so the host's launch gap stays out as it does from OpenCL's event times)
+in alternating rounds, so that clock and thermal drift hit both sides alike: the figure is the
+median over rounds of (pyclperf / CuPy) per round.
 Device copies count bytes read + written.
 """
 
@@ -25,6 +27,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import numpy as np
 
 import pyclperf
+from pyclperf import reference_cuda as rc
 from pyclperf.checks import random_bytes
 
 MiB = 1 << 20
@@ -124,23 +127,6 @@ def ours_batch(ctx: Any, row: dict[str, Any], dst: Any, src: Any, nbytes: int, r
     return float(np.median(k.time(g, local, warmup=3, repeats=repeats)))
 
 
-def cupy_batch(cp: Any, d_dst: Any, d_src: Any, nbytes: int, repeats: int) -> float:
-    rt = cp.cuda.runtime
-    stream = cp.cuda.Stream(non_blocking=True)
-    cp.cuda.runtime.deviceSynchronize()
-    for _ in range(3):
-        rt.memcpyAsync(d_dst.data.ptr, d_src.data.ptr, nbytes, rt.memcpyDeviceToDevice, stream.ptr)
-    stream.synchronize()
-    start, end, times = cp.cuda.Event(), cp.cuda.Event(), []
-    for _ in range(repeats):
-        start.record(stream)
-        rt.memcpyAsync(d_dst.data.ptr, d_src.data.ptr, nbytes, rt.memcpyDeviceToDevice, stream.ptr)
-        end.record(stream)
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) * 1e6)
-    return float(np.median(times))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="nvidia")
@@ -152,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer work-group sizes")
     args = ap.parse_args(argv)
     nbytes = args.mib * MiB
+    try:  # before the tuning: no point tuning for minutes to find no reference
+        cuda = rc.CudaReference()
+    except rc.CudaUnavailableError as exc:
+        raise SystemExit(str(exc)) from None
     ctx = pyclperf.Context(args.device)
     peak = pyclperf.peak.theoretical(ctx)
     print(f"device: {ctx.info.name} | {ctx.info.platform_version} | driver {ctx.info.driver_version}")
@@ -164,10 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     for r in ok[:8]:
         print(f"  {r['GB/s']:7.0f} GB/s  {config_of(r)}")
 
-    import cupy as cp
-
-    d_src = cp.asarray(random_bytes(np.random.default_rng(), nbytes))
-    d_dst = cp.empty_like(d_src)
+    # CUDA's copy through the reference module: verified, and timed by CUDA events around
+    # batches of back-to-back launches, so the host's launch gap is no part of its figure.
+    reference = cuda.device_copy(nbytes, "memcpy")
+    if not reference.verified:
+        raise SystemExit(f"the CUDA reference copy failed its check: {reference.detail}")
     src, dst = ctx.buffer(nbytes), ctx.buffer(nbytes)
     src.write(random_bytes(np.random.default_rng(), nbytes))
     finals = []
@@ -181,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         ratios, ours_gbps, cupy_gbps = [], [], []
         for _ in range(args.rounds):
             a = ours_batch(ctx, r, dst, src, nbytes, args.repeats)
-            b = cupy_batch(cp, d_dst, d_src, nbytes, args.repeats)
+            b = 1e9 * reference.timer.batch()  # ns per launch of one batch
             ours_gbps.append(2 * nbytes / a)
             cupy_gbps.append(2 * nbytes / b)
             ratios.append(b / a)
@@ -189,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                "cupy_gbps": float(np.median(cupy_gbps)), "ratio_median": float(np.median(ratios)),
                "ratio_min": float(min(ratios)), "ratio_max": float(max(ratios)),
                "fraction_of_peak": float(np.median(ours_gbps)) / peak.dram_gbps if peak.dram_gbps else None}
+        fig["cupy_how"] = reference.timer.how(args.rounds)
         finals.append(fig)
         print(f"  {fig['config']}: {fig['gbps']:.0f} vs CuPy {fig['cupy_gbps']:.0f} GB/s, ratio "
               f"{fig['ratio_median']:.3f} (rounds {fig['ratio_min']:.3f}-{fig['ratio_max']:.3f})",

@@ -7,10 +7,14 @@ Run on the GPU machine after `pip install --no-build-isolation .`:
 
 pyclperf: pinned and pageable host-to-device and device-to-host at 256 MiB (direct
 read/write, event-timed, every batch verified), enqueueCopyBuffer of 1 GiB, and the fastest
-verified vector copy variant on 1 GiB buffers. CuPy: the same transfers through
-cudaMemcpyAsync timed by CUDA events, and a 1 GiB device-to-device copy. Every figure is the
-median of --batches batches of --repeats timed runs; the spread of the batch medians
-(max / min - 1) says how far a ratio can be trusted. Device copies count bytes read + written.
+verified vector copy variant on 1 GiB buffers. CUDA (pyclperf.reference_cuda, through CuPy):
+the same transfers through cudaMemcpyAsync and a 1 GiB device-to-device copy, each verified,
+timed by CUDA events around batches of back-to-back launches so that the host's launch gap is
+no part of the figure (as it is none of OpenCL's event times). pyclperf's figures are the median
+of --batches batches of --repeats timed runs, CUDA's the per-launch median of --batches
+batches; the spread of the batch figures (max / min - 1) says how far a ratio can be trusted.
+Device copies count bytes read + written. benchmarks/honest_reference.py re-measures all the
+ratios in alternating rounds.
 CuPy uses CUDA device 0: on a machine with several GPUs, select the same one for both.
 """
 
@@ -28,7 +32,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import numpy as np
 
 import pyclperf
-from pyclperf.checks import random_bytes
+from pyclperf import reference_cuda as rc
 from pyclperf.experiments.transfer_rig import Mode, TransferRig
 from pyclperf.experiments.vector import VectorWidth
 from pyclperf.sweep import package_versions
@@ -85,7 +89,8 @@ def pyclperf_figures(ctx: Any, args: argparse.Namespace) -> dict[str, dict[str, 
     copy_rig.release()
     print(f"  pyclperf enqueueCopyBuffer: {figures['d2d copy']['gbps']:.0f} GB/s", flush=True)
 
-    sweep = pyclperf.run("vector", ctx, size=args.copy_bytes, **timing)
+    # reference=False: the CUDA copy is measured below, by the same module.
+    sweep = pyclperf.run("vector", ctx, size=args.copy_bytes, reference=False, **timing)
     best = sweep.meta.get("best_variant")
     if best is None:
         raise SystemExit(f"no vector copy variant verified: {sweep.meta.get('conclusion')}")
@@ -103,89 +108,38 @@ def pyclperf_figures(ctx: Any, args: argparse.Namespace) -> dict[str, dict[str, 
     return figures
 
 
-# --- CuPy (CUDA) -----------------------------------------------------------------------------
+# --- CUDA (CuPy), through pyclperf.reference_cuda ------------------------------------------
 
-def cupy_or_exit() -> Any:
-    """CuPy with a usable CUDA device, or a clear message and exit status 2."""
+def cuda_reference_or_exit() -> rc.CudaReference:
+    """The CUDA reference, or a clear message and exit status 2."""
     try:
-        import cupy as cp
-
-        cp.cuda.runtime.getDeviceCount()
-        return cp
-    except ImportError:
-        why = "CuPy is not installed (e.g. pip install cupy-cuda12x)"
-    except Exception as exc:  # CUDARuntimeError and friends: no driver, no device
-        why = f"CuPy cannot reach a CUDA device ({exc})"
-    print(f"{why}, so the CUDA reference cannot be measured; pass --skip-cupy for pyclperf's "
-          "figures alone.", file=sys.stderr)
-    raise SystemExit(2)
+        return rc.CudaReference()
+    except rc.CudaUnavailableError as exc:
+        print(f"{exc}; pass --skip-cupy for pyclperf's figures alone.", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
-def cupy_event_times(cp: Any, copy: Callable[[Any], None], warmup: int, repeats: int) -> np.ndarray:
-    """ns per ``copy(stream)``, each bracketed by CUDA events on one non-blocking stream."""
-    stream = cp.cuda.Stream(non_blocking=True)
-    # The arrays were filled on the default stream, which a non-blocking stream does not wait
-    # for: without this the copy can run before the poison lands and the check fails.
-    cp.cuda.runtime.deviceSynchronize()
-    for _ in range(warmup):
-        copy(stream)
-    stream.synchronize()
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for _ in range(repeats):
-        start.record(stream)
-        copy(stream)
-        end.record(stream)
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) * 1e6)  # ms -> ns
-    return np.asarray(times)
+def reference_figure(prepared: rc.Prepared, batches: int) -> dict[str, Any]:
+    """A reference timed by CUDA events around batches of back-to-back launches (so the host's
+    launch gap stays out, as it does from pyclperf's event times), in this script's shape."""
+    r = prepared.measure(batches)
+    return {"bytes": r["bytes"], "median_ns": r["median_ns"], "gbps": r["gbps"],
+            "batch_gbps": [r["bytes"] / ns for ns in r["batch_ns"]],
+            "spread_pct": r["spread_pct"], "verified": r["verified"], "how": r["how"],
+            "what": r["name"]}
 
 
-def cupy_transfer_batch(cp: Any, mode: Mode, nbytes: int, args: argparse.Namespace) -> tuple[float, bool]:
-    import cupyx
-
-    rt = cp.cuda.runtime
-    device = cp.empty(nbytes, dtype=cp.uint8)
-    if mode.host_memory == "pinned":
-        host = cupyx.empty_pinned((nbytes,), dtype=np.uint8)  # page-locked, cudaHostAlloc
-    else:
-        host = np.empty(nbytes, np.uint8)
-    data = random_bytes(np.random.default_rng(), nbytes)
-    if mode.direction == "h2d":
-        host[:] = data
-        device.fill(0xAD)  # poison
-        dst, src, kind = device.data.ptr, host.ctypes.data, rt.memcpyHostToDevice
-    else:
-        device.set(data)
-        host[:] = 0xAD
-        dst, src, kind = host.ctypes.data, device.data.ptr, rt.memcpyDeviceToHost
-    times = cupy_event_times(cp, lambda s: rt.memcpyAsync(dst, src, nbytes, kind, s.ptr),
-                             args.warmup, args.repeats)
-    landed = device.get() if mode.direction == "h2d" else host
-    return float(np.median(times)), bool(np.array_equal(landed, data))
-
-
-def cupy_copy_batch(cp: Any, nbytes: int, args: argparse.Namespace) -> tuple[float, bool]:
-    rt = cp.cuda.runtime
-    src = cp.asarray(random_bytes(np.random.default_rng(), nbytes))
-    dst = cp.full(nbytes, 0xAD, dtype=cp.uint8)
-    times = cupy_event_times(
-        cp, lambda s: rt.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, rt.memcpyDeviceToDevice, s.ptr),
-        args.warmup, args.repeats)
-    return float(np.median(times)), bool(cp.array_equal(dst, src))
-
-
-def cupy_figures(cp: Any, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+def cupy_figures(ref: rc.CudaReference, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     figures = {}
     for mode in HOST_MODES:
         name = figure_name(mode)
-        figures[name] = batched(lambda m=mode: cupy_transfer_batch(cp, m, args.transfer_bytes, args),
-                                args.transfer_bytes, args.batches)
-        print(f"  CuPy {name}: {figures[name]['gbps']:.1f} GB/s", flush=True)
-    figures["d2d copy"] = batched(lambda: cupy_copy_batch(cp, args.copy_bytes, args),
-                                  2 * args.copy_bytes, args.batches)
+        prepared = ref.transfer(mode.direction, args.transfer_bytes, mode.host_memory)
+        figures[name] = reference_figure(prepared, args.batches)
+        print(f"  CUDA {name}: {figures[name]['gbps']:.1f} GB/s", flush=True)
+    figures["d2d copy"] = reference_figure(ref.device_copy(args.copy_bytes, "memcpy"), args.batches)
     figures["best copy kernel"] = figures["d2d copy"]  # CUDA's own copy is the reference for both
-    print(f"  CuPy device copy: {figures['d2d copy']['gbps']:.0f} GB/s", flush=True)
+    print(f"  CUDA device copy: {figures['d2d copy']['gbps']:.0f} GB/s "
+          f"({figures['d2d copy']['how']})", flush=True)
     return figures
 
 
@@ -205,6 +159,7 @@ def comparison(ours: dict[str, dict[str, Any]], cuda: dict[str, dict[str, Any]] 
             "fraction_of_peak": fig["gbps"] / ceiling if ceiling else None,
             "spread_pct": fig["spread_pct"],
             "cupy_spread_pct": ref["spread_pct"] if ref else None,
+            "cupy_how": ref.get("how") if ref else None,
             "verified": fig["verified"] and (ref["verified"] if ref else True),
         })
     return rows
@@ -220,8 +175,10 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print(f"{r['what']:<32} {r['pyclperf_gbps']:>9.1f} {f(r['cupy_gbps'], '9.1f'):>9} "
               f"{f(r['ratio'], '.3f'):>6} {f(r['fraction_of_peak'], '.1%'):>8} {spread:>13} "
               f"{'yes' if r['verified'] else 'NO'}")
-    print("GB/s medians of batch medians; spread = max/min - 1 of the batch medians "
+    print("GB/s medians of batch figures; spread = max/min - 1 of the batch figures "
           "(pyclperf/CuPy); device copies count bytes read + written")
+    print("pyclperf: OpenCL events, each command's own start/end; CuPy: "
+          + (next((r["cupy_how"] for r in rows if r["cupy_how"]), None) or "not measured"))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -243,18 +200,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    cp = None if args.skip_cupy else cupy_or_exit()
+    ref = None if args.skip_cupy else cuda_reference_or_exit()
     ctx = pyclperf.Context(args.device)
     peak = pyclperf.peak.theoretical(ctx, peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps)
     print(f"device: {ctx.info.name} | {ctx.info.platform_version} | driver {ctx.info.driver_version}")
     print(f"peak: DRAM {peak.dram_source}; PCIe {peak.pcie_source}", flush=True)
     ours = pyclperf_figures(ctx, args)
-    cuda = cupy_figures(cp, args) if cp is not None else None
+    cuda = cupy_figures(ref, args) if ref is not None else None
     rows = comparison(ours, cuda, peak)
     print_table(rows)
     record = {
         "device": ctx.summary(),
-        "versions": {**package_versions(), "cupy": getattr(cp, "__version__", None)},
+        "versions": {**package_versions(), "cupy": getattr(getattr(ref, "cp", None), "__version__", None)},
         "config": {k: v for k, v in vars(args).items() if k != "out"},
         "peak": peak.as_meta(),
         "pyclperf": ours,

@@ -52,3 +52,27 @@ def test_assert_kernel_passes_and_fails(cl_ctx, rng):
     np.testing.assert_array_equal(y, 2 * x)
     with pytest.raises(AssertionError, match="elements differ"):
         assert_kernel(cl_ctx, SCALE, "scale", [np.empty(256, np.float32), x], [3 * x, None], 256, 64)
+
+
+def test_host_clock_timing_is_labelled_as_including_the_launch_gap(ctx, tmp_path):
+    # The host clock brackets enqueue + finish, so its figures hold the launch gap that event
+    # times (and the CUDA reference) leave out: every table and plot that shows it says so.
+    host = pyclperf.run("offset", ctx, size=4096, local_size=64, values=[0, 1], repeats=2,
+                        method="host")
+    events = pyclperf.run("offset", ctx, size=4096, local_size=64, values=[0, 1], repeats=2)
+    assert "timing: host clock (includes launch gap)" in render_html([host])
+    assert "timing: OpenCL events (device time)" in render_html([events])
+    assert "launch gap" not in render_html([events])
+    fig = pyclperf.plot_results(host)
+    assert fig.axes[0].get_title().endswith("host clock (includes launch gap)")
+    assert "launch gap" not in pyclperf.plot_results(events).axes[0].get_title()
+    timers = pyclperf.run("timers", ctx, values=[1024], repeats=2)
+    legend = [t.get_text() for t in pyclperf.plot_results(timers).axes[0].get_legend().get_texts()]
+    assert "host clock (includes launch gap)" in legend
+
+
+def test_cli_says_when_the_host_clock_is_used(ctx, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PYCLPERF_DEVICE", f"{ctx.info.platform_index}:{ctx.info.device_index}")
+    assert cli.main(["run", "offset", "--size", "4096", "--local-size", "64", "--repeats", "2",
+                     "--method", "host", "--no-plot", "--out", str(tmp_path)]) == 0
+    assert "timing: host clock (includes launch gap)" in capsys.readouterr().out

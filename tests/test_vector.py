@@ -110,3 +110,34 @@ def test_device_details_cover_the_devices_entry(ctx, capsys):
     assert summary["preferred_work_group_multiple"] >= 1
     assert cli.main(["devices", "--details"]) == 0
     assert "preferred_work_group_multiple" in capsys.readouterr().out
+
+
+def test_conclusion_names_the_cuda_reference_and_how_it_is_timed(results):
+    # PoCL: nothing to compare with, but the conclusion says what would apply and how timed.
+    text = results.meta["conclusion"]
+    assert "no CUDA reference measured" in text and "not an NVIDIA device" in text
+    assert "cudaMemcpyAsync device-to-device" in text
+    assert "CUDA events around batches of back-to-back launches" in text
+    assert "fraction_of_reference" not in results.meta
+
+
+def test_conclusion_compares_with_the_cuda_reference_where_it_exists(ctx, monkeypatch):
+    import sys
+
+    from fake_cupy import LAUNCH_MS, FakeCupy
+
+    from pyclperf.experiments import matmul
+
+    monkeypatch.setitem(sys.modules, "cupy", FakeCupy())
+    monkeypatch.setattr(matmul, "_is_nvidia", lambda info: True)
+    res = pyclperf.run("vector", ctx, size=NBYTES, local_size=LOCAL, variants=["float4 x1"], **QUICK)
+    ref = res.meta["cuda_reference"]
+    # The fake's device clock: LAUNCH_MS per copy of 2 x NBYTES, whatever the batch size.
+    assert ref["gbps"] == pytest.approx(2 * NBYTES / (LAUNCH_MS * 1e6))
+    assert res.meta["fraction_of_reference"] == pytest.approx(res.meta["best_gbps"] / ref["gbps"])
+    text = res.meta["conclusion"]
+    assert f"{res.meta['fraction_of_reference']:.3f}x the CUDA reference" in text
+    assert "cudaMemcpyAsync device-to-device (CuPy)" in text and "back-to-back launches" in text
+    off = pyclperf.run("vector", ctx, size=NBYTES, local_size=LOCAL, variants=["float4 x1"],
+                       reference=False, **QUICK)
+    assert "not requested" in off.meta["conclusion"] and "cuda_reference" not in off.meta

@@ -62,10 +62,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     import pyclperf
     from pyclperf.experiments import get, run
+    from pyclperf.sweep import timing_label
 
     ctx = pyclperf.Context(args.device)
     out_dir = Path(args.out)
-    print(f"{args.experiment} on {ctx.info.name} ({ctx.info.platform_name})", flush=True)
+    print(f"{args.experiment} on {ctx.info.name} ({ctx.info.platform_name}); timing: "
+          f"{timing_label(args.method)}", flush=True)
     results = run(args.experiment, ctx, size=args.size, local_size=args.local_size,
                   warmup=args.warmup, repeats=args.repeats, method=args.method,
                   out=out_dir / f"{args.experiment}.jsonl", progress=None,
@@ -172,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--warmup", type=int, default=3)
     r.add_argument("--repeats", type=int, default=20)
     r.add_argument("--method", choices=("events", "host"), default="events",
-                   help="event profiling (default) or a host clock around enqueue+finish")
+                   help="event profiling (default), or a host clock around enqueue+finish, "
+                        "which includes the launch gap")
     r.add_argument("--peak-gbps", type=float, default=None,
                    help="theoretical device-memory bandwidth, instead of NVML's figures")
     r.add_argument("--pcie-gbps", type=float, default=None,

@@ -10,6 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .results import Results
+from .sweep import timing_label
 
 
 def plot_bandwidth(results: Results, ax: Any = None, label: str | None = None) -> Any:
@@ -49,7 +50,10 @@ def _axes(ax: Any, figsize: tuple[float, float] = (7, 4)) -> tuple[Any, Any]:
 
 def _title(ax: Any, results: Results) -> None:
     name = results.meta.get("device", {}).get("name", "device")
-    ax.set_title(f"{results.meta.get('title', results.experiment)}\n{name}", fontsize=10)
+    method = results.meta.get("method")
+    # Event timing is the default and goes unsaid; any other clock is named on the figure.
+    timing = f" · {timing_label(str(method))}" if method and method != "events" else ""
+    ax.set_title(f"{results.meta.get('title', results.experiment)}\n{name}{timing}", fontsize=10)
 
 
 # Theoretical ceilings drawn as dashed lines where the record knows them.

@@ -12,6 +12,7 @@ from typing import Sequence
 import pandas as pd
 
 from .results import Results
+from .sweep import timing_label
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -69,7 +70,7 @@ def render_html(all_results: Sequence[Results], title: str = "pyclperf report") 
         parts.append(
             "<p class='meta'>" + html.escape(
                 f"{dev.get('name', '?')} · {m.get('platform', '?')} · driver {m.get('driver', '?')} · "
-                f"timing: {m.get('method', '?')} · {m.get('created', '')}"
+                f"timing: {timing_label(str(m.get('method', '?')))} · {m.get('created', '')}"
                 + (" · INTERRUPTED" if m.get("interrupted") else "")) + "</p>")
         png = _figure_png(res)
         if png:

@@ -23,6 +23,16 @@ from .stats import bandwidth_gbps, summarize
 
 TIMING_METHODS = ("events", "host")
 
+# How tables and plots name each method. The host clock brackets enqueue + finish, so it holds
+# the launch gap (issue, driver, wait for completion) on purpose, which event times and the CUDA
+# reference (pyclperf.reference_cuda) leave out: its label must say so wherever it is shown.
+TIMING_LABELS = {"events": "OpenCL events (device time)", "host": "host clock (includes launch gap)"}
+
+
+def timing_label(method: str) -> str:
+    """The name of a timing method as tables and plots show it."""
+    return TIMING_LABELS.get(method, method)
+
 
 def package_versions() -> dict[str, str]:
     from importlib import metadata

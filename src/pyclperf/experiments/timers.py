@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _core
 from ..checks import compare, poison_device
-from ..sweep import host_clock_columns, timed_row, verdict
+from ..sweep import host_clock_columns, timed_row, timing_label, verdict
 from .base import Sweep
 
 FLOAT = 4  # bytes
@@ -24,7 +24,8 @@ class Timers(Sweep):
     x = "items"
     x_label = "work-items (floats copied)"
     guide = "Guide 2.1.1, 2.1.2"
-    plot = {"kind": "columns", "columns": {"median_ns": "events (device)", "host_median_ns": "host clock"},
+    plot = {"kind": "columns", "columns": {"median_ns": timing_label("events"),
+                                           "host_median_ns": timing_label("host")},
             "ylabel": "median time (ns)", "logx": True, "logy": True}
     size_arg, values_arg = "max_items", "sizes"
 

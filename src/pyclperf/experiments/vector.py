@@ -3,7 +3,9 @@
 A float..float16 copy with 1, 2 or 4 elements per work-item (kernels/vector.cl, one build per
 variant), and the Reverse document's byte reversal with 1, 16 and 64 bytes per work-item
 (kernels/reverse.cl). The fastest verified copy is what pyclperf reports as the device's
-achievable bandwidth (``meta["best_gbps"]``, ``meta["best_variant"]``).
+achievable bandwidth (``meta["best_gbps"]``, ``meta["best_variant"]``). Its conclusion names the
+CUDA reference for it, CUDA's own device copy (pyclperf.reference_cuda, timed by CUDA events
+around batches of back-to-back launches), and measures it where CuPy reaches an NVIDIA device.
 """
 
 from __future__ import annotations
@@ -65,8 +67,10 @@ class VectorWidth(Sweep):
     size_arg, values_arg = "nbytes", None  # bytes per buffer
 
     def __init__(self, ctx: Any, nbytes: int | None = None, local_size: int = 256,
-                 variants: Sequence[str] | None = None) -> None:
+                 variants: Sequence[str] | None = None, reference: bool = True) -> None:
+        """``reference``: measure the CUDA reference copy in ``finish`` where it can be."""
         super().__init__(ctx)
+        self.reference = reference
         self.local_size = int(local_size)
         if self.local_size <= 0:
             raise _core.InvalidArgumentError(f"work-group size must be positive, got {self.local_size}")
@@ -136,7 +140,30 @@ class VectorWidth(Sweep):
         if best.get("fraction_of_peak") is not None:
             results.meta["best_fraction_of_peak"] = best["fraction_of_peak"]
             text += f", {100 * best['fraction_of_peak']:.0f}% of the theoretical peak"
-        results.meta["conclusion"] = text
+        results.meta["conclusion"] = f"{text}; {self._against_cuda(best, results.meta)}"
+
+    def _against_cuda(self, best: dict[str, Any], meta: dict[str, Any]) -> str:
+        """The best copy against CUDA's own copy of the same bytes where CuPy can measure it;
+        otherwise which reference applies, how it is timed, and why it was not measured."""
+        from .. import reference_cuda as rc
+        from .matmul import _is_nvidia
+
+        applies = (f"the CUDA reference that applies is {rc.COPY_REFERENCE} of the same "
+                   f"{self.nbytes} bytes, timed by {rc.TIMED_AS}")
+        if not self.reference:
+            return f"no CUDA reference measured (not requested); {applies}"
+        if not _is_nvidia(self.ctx.info):
+            return f"no CUDA reference measured ({self.ctx.info.name} is not an NVIDIA device); {applies}"
+        try:
+            ref = rc.CudaReference().device_copy(self.nbytes, "memcpy").measure(batches=5)
+        except (rc.CudaUnavailableError, rc.BatchTooShortError) as exc:
+            return f"no CUDA reference measured ({exc}); {applies}"
+        meta["cuda_reference"] = ref
+        if not ref["verified"]:
+            return f"the CUDA reference ({ref['name']}) failed its own check: {ref['detail']}"
+        meta["fraction_of_reference"] = best["gbps"] / ref["gbps"]
+        return (f"{meta['fraction_of_reference']:.3f}x the CUDA reference, {ref['name']} at "
+                f"{ref['gbps']:.1f} GB/s, timed by {ref['how']}")
 
     @classmethod
     def summary(cls, results: Any) -> Any:

@@ -1,0 +1,408 @@
+"""The CUDA reference, timed one honest way (issue 17): CUDA's own copy and transfers, float4
+copy / read / fill kernels, and cuBLAS GEMM, each verified, each timed by CUDA events around a
+batch of back-to-back launches.
+
+Why batches: a CUDA event recorded on an idle stream completes at once, and the GPU then waits
+for the host to issue the call, so timing one call between two events puts the host's launch
+gap (microseconds) inside the figure. pyclperf's OpenCL figures come from each command's own
+profiling start and end and hold no such gap. Here one untimed launch is queued first (the start
+event then lands on a busy stream), N launches follow back to back, and N is chosen so a batch
+lasts far longer than a stated bound on the gap; a batch shorter than a stated multiple of that
+bound is refused rather than reported.
+
+The batching (BatchTimer) knows nothing of CUDA: it drives any Clock, so tests check it with a
+fake clock on machines without CUDA. CuPy is imported only when a reference is measured; without
+it, CudaReference() raises CudaUnavailableError with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from ._cuda_kernels import SOURCE as _KERNELS
+
+# An upper bound on the host's launch gap (issue + driver latency per call): a few us on the
+# H100/H200 machines, so 10 us leaves room. A batch must last at least MIN_GAP_MULTIPLE times it,
+# so one gap can be at most 2% of a batch; calibration aims at TARGET_BATCH_S, where it is 0.05%.
+LAUNCH_GAP_BOUND_S = 10e-6
+MIN_GAP_MULTIPLE = 50.0
+TARGET_BATCH_S = 20e-3
+# Above this share of a batch's device time spent issuing it, the host may have set the pace.
+HOST_BOUND_SHARE = 0.5
+
+# For conclusions that name a reference without measuring it.
+COPY_REFERENCE = "cudaMemcpyAsync device-to-device (CuPy)"
+TIMED_AS = ("CUDA events around batches of back-to-back launches (one untimed launch queued "
+            f"ahead, each batch >= {MIN_GAP_MULTIPLE:g}x a {1e6 * LAUNCH_GAP_BOUND_S:g} us "
+            "launch-gap bound), per-launch median over batches")
+
+
+class CudaUnavailableError(RuntimeError):
+    """No CUDA reference can be measured here (CuPy missing, or no CUDA device)."""
+
+
+class BatchTooShortError(ValueError):
+    """A timed batch lasted too little for the launch gap to be negligible in it."""
+
+
+class Clock(Protocol):
+    """Marks a batch's start and end in the launches' own order (e.g. CUDA events on their stream)."""
+
+    def record_start(self) -> None: ...
+
+    def record_end(self) -> None: ...
+
+    def elapsed_s(self) -> float:
+        """Seconds from the start mark to the end mark (waits for the end)."""
+        ...
+
+
+@dataclass(frozen=True)
+class BatchPolicy:
+    gap_bound_s: float = LAUNCH_GAP_BOUND_S
+    min_gap_multiple: float = MIN_GAP_MULTIPLE
+    target_batch_s: float = TARGET_BATCH_S
+    min_launches: int = 2
+    max_launches: int = 100_000
+
+    @property
+    def shortest_batch_s(self) -> float:
+        return self.gap_bound_s * self.min_gap_multiple
+
+
+@dataclass
+class Timing:
+    """Per-launch seconds, one figure per batch, and how they were taken."""
+
+    batch_per_launch_s: list[float]
+    launches: int
+    how: str
+    # Host seconds spent issuing a batch over the batch's device seconds (median): near or above
+    # 1 the host, not the device, set the pace, and the figure is a launch rate.
+    host_issue_share: float = 0.0
+
+    @property
+    def median_s(self) -> float:
+        return float(np.median(self.batch_per_launch_s))
+
+    @property
+    def min_s(self) -> float:
+        return float(min(self.batch_per_launch_s))
+
+    @property
+    def max_s(self) -> float:
+        return float(max(self.batch_per_launch_s))
+
+    @property
+    def spread_pct(self) -> float:
+        return 100.0 * (self.max_s / self.min_s - 1.0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"median_ns": 1e9 * self.median_s, "min_ns": 1e9 * self.min_s,
+                "max_ns": 1e9 * self.max_s, "spread_pct": self.spread_pct,
+                "batch_ns": [1e9 * s for s in self.batch_per_launch_s],
+                "launches_per_batch": self.launches, "batches": len(self.batch_per_launch_s),
+                "host_issue_share": self.host_issue_share, "how": self.how}
+
+
+class BatchTimer:
+    """Times ``launch`` (one call that queues work) in batches of back-to-back launches."""
+
+    def __init__(self, launch: Callable[[], None], clock: Clock, policy: BatchPolicy = BatchPolicy(),
+                 launches: int | None = None, clock_name: str = "CUDA events") -> None:
+        self.launch, self.clock, self.policy = launch, clock, policy
+        self.launches = launches
+        self.clock_name = clock_name
+        self.issue_shares: list[float] = []  # one per timed batch (see Timing.host_issue_share)
+
+    def _batch_s(self, n: int) -> float:
+        self.launch()  # untimed: keeps the stream busy while the start mark is queued
+        self.clock.record_start()
+        began = time.perf_counter()
+        for _ in range(n):
+            self.launch()
+        self.clock.record_end()
+        issued = time.perf_counter() - began
+        total = self.clock.elapsed_s()
+        self._last_share = issued / total if total > 0 else math.inf
+        return total
+
+    def calibrate(self) -> int:
+        """The launches per batch that make a batch last about the target (grown from a trial)."""
+        p = self.policy
+        n = p.min_launches
+        for _ in range(6):
+            total = self._batch_s(n)
+            if total >= p.target_batch_s or n >= p.max_launches:
+                break
+            # 10% over, since the trial's own gap made each launch look slower than it is.
+            want = math.ceil(1.1 * n * p.target_batch_s / max(total, 1e-12))
+            n = min(p.max_launches, max(want, n + 1))
+        self.launches = n
+        return n
+
+    def batch(self) -> float:
+        """Seconds per launch of one timed batch; BatchTooShortError if the batch was too short."""
+        n = self.launches if self.launches is not None else self.calibrate()
+        if n < self.policy.min_launches:
+            raise BatchTooShortError(f"{n} launches per batch: at least {self.policy.min_launches}")
+        total = self._batch_s(n)
+        p = self.policy
+        if total < p.shortest_batch_s:
+            raise BatchTooShortError(
+                f"a batch of {n} launches lasted {1e6 * total:.1f} us, under {p.min_gap_multiple:g}x "
+                f"the {1e6 * p.gap_bound_s:g} us launch-gap bound ({1e6 * p.shortest_batch_s:g} us): "
+                "the gap would be a visible part of the figure; use more launches or more data")
+        self.issue_shares.append(self._last_share)
+        return total / n
+
+    def how(self, batches: int) -> str:
+        text = (f"{self.clock_name} around {self.launches} back-to-back launches (one untimed "
+                f"launch queued ahead), per-launch median of {batches} batches")
+        if self.issue_shares and float(np.median(self.issue_shares)) > HOST_BOUND_SHARE:
+            text += "; host-bound: the launches were issued no faster than they ran"
+        return text
+
+    def measure(self, batches: int = 5) -> Timing:
+        self.issue_shares = []
+        per = [self.batch() for _ in range(max(1, int(batches)))]
+        return Timing(per, int(self.launches or 0), self.how(len(per)),
+                      float(np.median(self.issue_shares)))
+
+
+# --- CuPy: the clock, the references -------------------------------------------------------
+
+def cupy_module() -> Any:
+    """CuPy with a usable CUDA device, else CudaUnavailableError saying why (no traceback chain)."""
+    try:
+        import cupy  # type: ignore[import-not-found]
+    except ImportError:
+        raise CudaUnavailableError("CuPy is not available (pip install cupy-cuda12x or "
+                                   "cupy-cuda13x): no CUDA reference can be measured") from None
+    try:
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # noqa: BLE001 - CUDARuntimeError and friends: no driver, no device
+        raise CudaUnavailableError(f"CuPy cannot reach a CUDA device ({exc})") from None
+    return cupy
+
+
+class CudaEventClock:
+    """CUDA events on one stream: the Clock for the real references."""
+
+    def __init__(self, cp: Any, stream: Any) -> None:
+        self.cp, self.stream = cp, stream
+        self.start, self.end = cp.cuda.Event(), cp.cuda.Event()
+
+    def record_start(self) -> None:
+        self.start.record(self.stream)
+
+    def record_end(self) -> None:
+        self.end.record(self.stream)
+
+    def elapsed_s(self) -> float:
+        self.end.synchronize()
+        return float(self.cp.cuda.get_elapsed_time(self.start, self.end)) / 1e3
+
+
+@dataclass
+class Prepared:
+    """A reference set up, verified and ready to time; ``measure`` gives its result dict."""
+
+    name: str
+    nbytes: int  # bytes counted per launch (a copy counts read + written)
+    timer: BatchTimer
+    verified: bool
+    detail: str
+    config: dict[str, Any] = field(default_factory=dict)
+    flops: int = 0
+    keep: Any = None  # the arrays the launches use, alive as long as this is
+
+    def measure(self, batches: int = 5) -> dict[str, Any]:
+        """Timed in ``batches`` batches: what, how, per-launch ns, GB/s (GFLOP/s), verdict."""
+        out = {"name": self.name, "config": self.config, "bytes": self.nbytes, "verified":
+               self.verified, "detail": self.detail, **self.timer.measure(batches).as_dict()}
+        out["gbps"] = self.nbytes / out["median_ns"] if self.nbytes else None
+        out["gflops"] = self.flops / out["median_ns"] if self.flops else None
+        return out
+
+
+# Launch shapes the kernels are tried in: every block size x a few blocks per SM.
+BLOCKS = (128, 256, 512, 1024)
+GRIDS_PER_SM = (2, 4, 8, 16, 32)
+
+
+class CudaReference:
+    """The references on CUDA device 0, through CuPy, all on CuPy's default stream (so the
+    set-up fills and checks are ordered with the timed launches)."""
+
+    def __init__(self, policy: BatchPolicy = BatchPolicy(), search_batches: int = 3,
+                 cp: Any = None) -> None:
+        """``cp``: the CuPy module (or a stand-in for tests); by default imported here."""
+        self.cp = cp if cp is not None else cupy_module()
+        self.policy, self.search_batches = policy, search_batches
+        self.stream = self.cp.cuda.get_current_stream()
+        self.clock = CudaEventClock(self.cp, self.stream)
+        self._module: Any = None
+        self.rng = np.random.default_rng()
+
+    @property
+    def sm_count(self) -> int:
+        rt = self.cp.cuda.runtime
+        return int(rt.getDeviceProperties(self.cp.cuda.Device().id)["multiProcessorCount"])
+
+    def timer(self, launch: Callable[[], None]) -> BatchTimer:
+        return BatchTimer(launch, self.clock, self.policy)
+
+    def _random_device_bytes(self, nbytes: int) -> Any:
+        from .checks import random_bytes
+
+        return self.cp.asarray(random_bytes(self.rng, nbytes))
+
+    def device_copy(self, nbytes: int, api: str = "memcpy") -> Prepared:
+        """CUDA's own device-to-device copy: cudaMemcpyAsync ("memcpy") or cupy.copyto."""
+        cp, rt = self.cp, self.cp.cuda.runtime
+        src = self._random_device_bytes(nbytes)
+        dst = cp.full(nbytes, 0xAD, dtype=cp.uint8)  # poison
+        if api == "memcpy":
+            def launch() -> None:
+                rt.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, rt.memcpyDeviceToDevice, self.stream.ptr)
+            name = COPY_REFERENCE
+        elif api == "copyto":
+            def launch() -> None:
+                cp.copyto(dst, src)
+            name = "cupy.copyto"
+        else:
+            raise ValueError(f"device_copy api must be 'memcpy' or 'copyto', got {api!r}")
+        launch()
+        ok = bool(cp.array_equal(dst, src))
+        return Prepared(name, 2 * nbytes, self.timer(launch), ok, "" if ok else "copy differs",
+                        {"api": api}, keep=(src, dst))
+
+    def transfer(self, direction: str, nbytes: int, host_memory: str = "pinned") -> Prepared:
+        """Host <-> device through cudaMemcpyAsync from pinned (cudaHostAlloc) or pageable memory."""
+        import cupyx  # type: ignore[import-not-found]
+
+        from .checks import random_bytes
+
+        cp, rt = self.cp, self.cp.cuda.runtime
+        device = cp.full(nbytes, 0xAD, dtype=cp.uint8)
+        host = (cupyx.empty_pinned((nbytes,), dtype=np.uint8) if host_memory == "pinned"
+                else np.empty(nbytes, np.uint8))
+        data = random_bytes(self.rng, nbytes)
+        if direction == "h2d":
+            host[:] = data
+            kind = rt.memcpyHostToDevice
+        elif direction == "d2h":
+            device.set(data)
+            host[:] = 0xAD
+            kind = rt.memcpyDeviceToHost
+        else:
+            raise ValueError(f"direction must be 'h2d' or 'd2h', got {direction!r}")
+
+        def launch() -> None:
+            # Pointers taken here, so the closure keeps both arrays alive as long as the timer.
+            d, h = device.data.ptr, host.ctypes.data
+            dst, src = (d, h) if direction == "h2d" else (h, d)
+            rt.memcpyAsync(dst, src, nbytes, kind, self.stream.ptr)
+
+        launch()
+        self.stream.synchronize()
+        landed = device.get() if direction == "h2d" else host
+        ok = bool(np.array_equal(landed, data))
+        return Prepared(f"cudaMemcpyAsync {host_memory} {direction} (CuPy)", nbytes, self.timer(launch),
+                        ok, "" if ok else "transferred bytes differ",
+                        {"direction": direction, "host_memory": host_memory}, keep=(device, host))
+
+    def _kernel(self, name: str) -> Any:
+        if self._module is None:
+            self._module = self.cp.RawModule(code=_KERNELS)
+        return self._module.get_function(name)
+
+    def _best_shape(self, kernel: Any, args: Callable[[int], tuple[Any, ...]]) -> tuple[BatchTimer, dict[str, Any]]:
+        """The fastest (block, grid) of BLOCKS x GRIDS_PER_SM: each a median of a few batches."""
+        best: tuple[float, BatchTimer, dict[str, Any]] | None = None
+        tried = {}
+        for block in BLOCKS:
+            for per_sm in GRIDS_PER_SM:
+                grid = per_sm * self.sm_count
+
+                def launch(grid: int = grid, block: int = block) -> None:
+                    kernel((grid,), (block,), args(grid))  # on the current (default) stream
+
+                timer = self.timer(launch)
+                s = timer.measure(self.search_batches).median_s
+                tried[f"{block}x{per_sm}/SM"] = 1e9 * s
+                if best is None or s < best[0]:
+                    best = (s, timer, {"block": block, "grid": grid, "grid_per_sm": per_sm})
+        assert best is not None
+        return best[1], {**best[2], "shapes_ns": tried}
+
+    def copy_kernel(self, nbytes: int) -> Prepared:
+        """A grid-stride float4 copy (CUDA C through cupy.RawModule), best launch shape."""
+        cp = self.cp
+        src = self._random_device_bytes(nbytes)
+        dst = cp.empty(nbytes, dtype=cp.uint8)
+        n4 = np.uint64(nbytes // 16)
+        timer, cfg = self._best_shape(self._kernel("copy_f4"), lambda g: (dst, src, n4))
+        dst.fill(0xAD)
+        timer.launch()
+        ok = bool(cp.array_equal(dst, src))
+        return Prepared("CUDA float4 copy kernel", 2 * nbytes, timer, ok, "" if ok else "copy differs",
+                        cfg, keep=(src, dst))
+
+    def fill_kernel(self, nbytes: int) -> Prepared:
+        """A grid-stride float4 fill (writes only), best launch shape."""
+        cp = self.cp
+        dst = cp.empty(nbytes // 4, dtype=cp.float32)
+        value = np.float32(self.rng.uniform(1.0, 2.0))
+        n4 = np.uint64(nbytes // 16)
+        timer, cfg = self._best_shape(self._kernel("fill_f4"), lambda g: (dst, value, n4))
+        dst.view(cp.uint8).fill(0xAD)
+        timer.launch()
+        ok = bool((dst == value).all())
+        return Prepared("CUDA float4 fill kernel", nbytes, timer, ok, "" if ok else "fill differs",
+                        {**cfg, "value": float(value)}, keep=(dst,))
+
+    def read_kernel(self, nbytes: int) -> Prepared:
+        """A grid-stride float4 read that sums (one partial per block), best launch shape."""
+        cp = self.cp
+        src = cp.random.random(nbytes // 4, dtype=cp.float32)  # [0, 1): |x| = x
+        partial = cp.empty(max(GRIDS_PER_SM) * self.sm_count, dtype=cp.float32)
+        n4 = np.uint64(nbytes // 16)
+        timer, cfg = self._best_shape(self._kernel("read_f4"), lambda g: (src, n4, partial))
+        partial.fill(np.nan)
+        timer.launch()
+        got = float(cp.asnumpy(partial[: cfg["grid"]]).astype(np.float64).sum())
+        want = float(np.sum(cp.asnumpy(src), dtype=np.float64))
+        # Float32 sums of t float4s per thread, then a block tree: |error| <= gamma * sum |x|.
+        terms = 4 * math.ceil(int(n4) / (cfg["grid"] * cfg["block"])) + 16
+        tol = terms * 2.0 ** -24 * want
+        ok = abs(got - want) <= tol
+        detail = "" if ok else f"sum {got!r}, NumPy float64 {want!r}, tolerance {tol:.3g}"
+        return Prepared("CUDA float4 read (sum) kernel", nbytes, timer, ok, detail,
+                        {**cfg, "sum": got, "numpy_sum": want}, keep=(src, partial))
+
+    def matmul(self, a: np.ndarray, b: np.ndarray) -> tuple[Prepared, np.ndarray]:
+        """cupy.matmul (cuBLAS) of float32 A B into an output poisoned with NaN; its result too."""
+        from .experiments.matmul import check_product  # here: matmul imports this module
+
+        cp = self.cp
+        da, db = cp.asarray(a), cp.asarray(b)
+        dc = cp.full((a.shape[0], b.shape[1]), np.nan, dtype=cp.float32)
+
+        def launch() -> None:
+            cp.matmul(da, db, out=dc)
+
+        launch()
+        result = cp.asnumpy(dc)
+        ok, detail = check_product(result, a, b)
+        flops = 2 * a.shape[0] * a.shape[1] * b.shape[1]
+        nbytes = 4 * (a.size + b.size + result.size)
+        return Prepared("cupy.matmul (cuBLAS)", nbytes, self.timer(launch), ok, detail,
+                        {"shape": [a.shape[0], a.shape[1], b.shape[1]]}, flops, keep=(da, db, dc)), result
+
