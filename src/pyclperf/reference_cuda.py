@@ -323,20 +323,27 @@ class CudaReference:
             self._module = self.cp.RawModule(code=_KERNELS)
         return self._module.get_function(name)
 
-    def _best_shape(self, kernel: Any, args: Callable[[int], tuple[Any, ...]]) -> tuple[BatchTimer, dict[str, Any]]:
-        """The fastest (block, grid) of BLOCKS x GRIDS_PER_SM: each a median of a few batches."""
+    def _best_shape(self, kernel: Any, args: Callable[[int], tuple[Any, ...]],
+                    items: int = 0) -> tuple[BatchTimer, dict[str, Any]]:
+        """The fastest (block, grid) of BLOCKS x GRIDS_PER_SM, and of each block size over the
+        whole grid (one item per thread, when ``items`` is given): each a median of a few
+        batches. The whole grid is what a hand-written copy usually launches, and often the
+        fastest shape on Hopper."""
         best: tuple[float, BatchTimer, dict[str, Any]] | None = None
         tried = {}
         for block in BLOCKS:
-            for per_sm in GRIDS_PER_SM:
-                grid = per_sm * self.sm_count
+            grids: list[tuple[str, int, Any]] = [(f"{block}x{p}/SM", p * self.sm_count, p)
+                                                 for p in GRIDS_PER_SM]
+            if items:
+                grids.append((f"{block}x whole grid", -(-items // block), "whole grid"))
+            for label, grid, per_sm in grids:
 
                 def launch(grid: int = grid, block: int = block) -> None:
                     kernel((grid,), (block,), args(grid))  # on the current (default) stream
 
                 timer = self.timer(launch)
                 s = timer.measure(self.search_batches).median_s
-                tried[f"{block}x{per_sm}/SM"] = 1e9 * s
+                tried[label] = 1e9 * s
                 if best is None or s < best[0]:
                     best = (s, timer, {"block": block, "grid": grid, "grid_per_sm": per_sm})
         assert best is not None
@@ -348,7 +355,8 @@ class CudaReference:
         src = self._random_device_bytes(nbytes)
         dst = cp.empty(nbytes, dtype=cp.uint8)
         n4 = np.uint64(nbytes // 16)
-        timer, cfg = self._best_shape(self._kernel("copy_f4"), lambda g: (dst, src, n4))
+        timer, cfg = self._best_shape(self._kernel("copy_f4"), lambda g: (dst, src, n4),
+                                       int(n4))
         dst.fill(0xAD)
         timer.launch()
         ok = bool(cp.array_equal(dst, src))
@@ -361,7 +369,8 @@ class CudaReference:
         dst = cp.empty(nbytes // 4, dtype=cp.float32)
         value = np.float32(self.rng.uniform(1.0, 2.0))
         n4 = np.uint64(nbytes // 16)
-        timer, cfg = self._best_shape(self._kernel("fill_f4"), lambda g: (dst, value, n4))
+        timer, cfg = self._best_shape(self._kernel("fill_f4"), lambda g: (dst, value, n4),
+                                       int(n4))
         dst.view(cp.uint8).fill(0xAD)
         timer.launch()
         ok = bool((dst == value).all())
@@ -372,9 +381,12 @@ class CudaReference:
         """A grid-stride float4 read that sums (one partial per block), best launch shape."""
         cp = self.cp
         src = cp.random.random(nbytes // 4, dtype=cp.float32)  # [0, 1): |x| = x
-        partial = cp.empty(max(GRIDS_PER_SM) * self.sm_count, dtype=cp.float32)
         n4 = np.uint64(nbytes // 16)
-        timer, cfg = self._best_shape(self._kernel("read_f4"), lambda g: (src, n4, partial))
+        # One partial per block, for the largest grid tried (the whole grid of the smallest block).
+        partial = cp.empty(max(max(GRIDS_PER_SM) * self.sm_count, -(-int(n4) // min(BLOCKS))),
+                           dtype=cp.float32)
+        timer, cfg = self._best_shape(self._kernel("read_f4"), lambda g: (src, n4, partial),
+                                       int(n4))
         partial.fill(np.nan)
         timer.launch()
         got = float(cp.asnumpy(partial[: cfg["grid"]]).astype(np.float64).sum())
