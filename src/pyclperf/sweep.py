@@ -100,9 +100,7 @@ def run_points(
     row's status and error). With ``out`` a JSON-lines file, rows are written as they finish.
     """
     points = list(points)
-    results = Results(meta)
-    writer = ResultsWriter(out, meta, append=append) if out is not None else None
-    bar = _progress(len(points), progress, str(meta.get("experiment", "sweep")))
+    stream = RowStream(Results(meta), out, total=len(points), progress=progress, append=append)
     try:
         for point in points:
             row: dict[str, Any] = dict(point)
@@ -110,19 +108,38 @@ def run_points(
                 row.update(measure(point))
             except (_core.PyclperfError, ValueError) as exc:
                 row.update(status=classify(exc), error=str(exc))
-            results.rows.append(row)
-            if writer is not None:
-                writer.add(row)
-            if bar is not None:
-                bar.update(1)
+            stream.add(row)
     except KeyboardInterrupt:
-        results.meta["interrupted"] = True
+        stream.results.meta["interrupted"] = True
     finally:
-        if bar is not None:
-            bar.close()
-        if writer is not None:
-            writer.close()
-    return results
+        stream.close()
+    return stream.results
+
+
+class RowStream:
+    """Where finished rows go, each as soon as it finishes: the Results, the JSON-lines file
+    (flushed and fsynced), any other sinks (objects with add(row) and close(), such as a Kernel
+    Tuner cache), and the progress bar. close() keeps everything that finished."""
+
+    def __init__(self, results: Results, out: str | os.PathLike[str] | None, *, total: int,
+                 progress: bool | None, append: bool = False, sinks: Iterable[Any] = ()) -> None:
+        self.results = results
+        self.writer = ResultsWriter(out, results.meta, append=append) if out is not None else None
+        self.sinks = [s for s in sinks if s is not None]
+        self.bar = _progress(total, progress, str(results.meta.get("experiment", "sweep")))
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.results.rows.append(row)
+        for sink in ([self.writer] if self.writer is not None else []) + self.sinks:
+            sink.add(row)
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        for sink in ([self.writer] if self.writer is not None else []) + self.sinks:
+            sink.close()
 
 
 def timed_row(times_ns: np.ndarray, nbytes: int, method: str) -> dict[str, Any]:

@@ -18,9 +18,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .. import _core
-from ..results import INVALID, Results, ResultsWriter
+from ..results import INVALID, Results
 from ..sources import kernel_source
-from ..sweep import _progress, base_meta
+from ..sweep import RowStream, base_meta
 from . import fingerprint as fp
 from .measure import Job, measure, prune, run_once
 from .space import Config, Divisor, Geometry, compile_divisors, config_key, configurations
@@ -214,23 +214,16 @@ def tune(
         if row.get("config") in allowed_keys:
             search.tell({k: row[k] for k in space}, _objective(row))
 
-    writer = ResultsWriter(out, meta, append=append) if out is not None else None
-    results = Results(meta, resumed)
     todo = sum(1 for c in configs if config_key(c) not in done)
     if max_fevals is not None:
         todo = min(todo, max(0, int(max_fevals) - len(resumed)))
-    bar = _progress(todo, progress, f"tune {kernel_name}")
-
-    def keep(row: dict[str, Any]) -> None:
-        results.rows.append(row)
-        if writer is not None:
-            writer.add(row)
-
+    stream = RowStream(Results(meta, resumed), out, total=todo, progress=progress, append=append,
+                       sinks=[kt])
     try:
         for config, why in failed:  # a restriction that raised: that configuration is invalid
             if config_key(config) not in done:
-                keep({**config, "config": config_key(config), "status": INVALID, "error": why,
-                      "verified": False})
+                stream.add({**config, "config": config_key(config), "status": INVALID,
+                            "error": why, "verified": False})
                 done.add(config_key(config))
         while (config := search.ask()) is not None:
             key = config_key(config)
@@ -240,22 +233,13 @@ def tune(
             row["timestamp"] = time.time()
             done.add(key)
             search.tell(config, _objective(row))
-            keep(row)
-            if kt is not None:
-                kt.add(row)
-            if bar is not None:
-                bar.update(1)
+            stream.add(row)
     except KeyboardInterrupt:
-        results.meta["interrupted"] = True
+        stream.results.meta["interrupted"] = True
     finally:
-        if bar is not None:
-            bar.close()
-        if writer is not None:
-            writer.close()
-        if kt is not None:
-            kt.close()
+        stream.close()
         job.arguments.release()
-    return results
+    return stream.results
 
 
 def _objective(row: Mapping[str, Any]) -> float | None:
