@@ -79,8 +79,8 @@ def assert_kernel(
 
     if len(expected) != len(args):
         raise ValueError(f"expected has {len(expected)} entries for {len(args)} arguments")
-    dims = [global_size] if np.isscalar(global_size) else list(global_size)
-    local = None if local_size is None else ([local_size] if np.isscalar(local_size) else list(local_size))
+    dims = _dims(global_size)
+    local = None if local_size is None else _dims(local_size)
     job = Job(ctx, source, kernel_name, list(args),
               Geometry(tuple(dims), global_size=lambda c: dims, local_size=local),
               Verification(list(expected), rtol=rtol, atol=atol), options, poison=poison,
@@ -92,3 +92,9 @@ def assert_kernel(
         raise AssertionError(f"kernel '{kernel_name}': {exc.status}: {exc}") from None
     finally:
         job.arguments.release()
+
+
+def _dims(value: Any) -> list[int]:
+    """A size given as one number or a sequence, as a list of ints."""
+    items: Sequence[Any] = value if isinstance(value, (list, tuple)) else [value]
+    return [int(v) for v in items]

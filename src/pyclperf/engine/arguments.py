@@ -151,6 +151,11 @@ class Arguments:
         p.buffer.write(p.host)
         self._write_guard(index, p)
 
+    def upload_all(self) -> None:
+        """Every array argument's input again (reset_outputs: before every timed launch)."""
+        for i in self.placed:
+            self.upload(i)
+
     def poison(self, index: int) -> None:
         """Poison over the data: every element the kernel does not write stays poison."""
         p = self.placed[index]

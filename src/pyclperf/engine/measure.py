@@ -196,9 +196,9 @@ def verified_launch(job: Job, config: Config, row: dict[str, Any]) -> tuple[Any,
 def _measure(job: Job, config: Config, row: dict[str, Any]) -> None:
     kernel, g, local, inout = verified_launch(job, config, row)
     t0 = time.perf_counter()
-    restore = None
+    restore: Callable[[], None] | None = None
     if job.reset_outputs:
-        restore = lambda: [job.arguments.upload(i) for i in job.arguments.placed]  # noqa: E731
+        restore = job.arguments.upload_all
     elif inout:
         restore = job.arguments.restore_inout
     try:

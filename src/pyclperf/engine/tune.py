@@ -177,7 +177,7 @@ def tune(
         min_repeats = max(1, int(iterations))
         max_repeats = max(max_repeats, min_repeats)
     job = Job(ctx, load_source(source), kernel_name, list(args),
-              Geometry(problem_size, global_size, grid_div,
+              Geometry(problem_size, global_size, (grid_div[0], grid_div[1], grid_div[2]),
                        block_size_names or ("block_size_x", "block_size_y", "block_size_z")),
               Verification(answer, reference, verify, rtol, atol),
               _options(options, compiler_options), dict(metrics or {}), poison,
@@ -210,9 +210,9 @@ def tune(
                                       options=dict(strategy_options or {}),
                                       max_fevals=max_fevals, time_limit=time_limit)
     allowed_keys = {config_key(c) for c in configs}
-    for row in resumed:
-        if row.get("config") in allowed_keys:
-            search.tell({k: row[k] for k in space}, _objective(row))
+    for old in resumed:
+        if old.get("config") in allowed_keys:
+            search.tell({k: old[k] for k in space}, _objective(old))
 
     todo = sum(1 for c in configs if config_key(c) not in done)
     if max_fevals is not None:
