@@ -74,7 +74,8 @@ const ArgInfo& Kernel::arg_info(std::size_t index) const {
     return args_[index];
 }
 
-KernelLimits Kernel::limits() const {
+const KernelLimits& Kernel::limits() const {
+    if (limits_) return *limits_;
     const auto& d = program_->context()->device();
     KernelLimits l;
     l.work_group_size = kernel_.getWorkGroupInfo<CL_KERNEL_WORK_GROUP_SIZE>(d);
@@ -84,7 +85,8 @@ KernelLimits Kernel::limits() const {
     l.private_mem_bytes = kernel_.getWorkGroupInfo<CL_KERNEL_PRIVATE_MEM_SIZE>(d);
     for (auto s : kernel_.getWorkGroupInfo<CL_KERNEL_COMPILE_WORK_GROUP_SIZE>(d))
         l.compile_work_group_size.push_back(s);
-    return l;
+    limits_ = std::move(l);
+    return *limits_;
 }
 
 void Kernel::check_index(std::size_t index, const char* kind) const {

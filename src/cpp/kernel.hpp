@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,9 @@ public:
     std::size_t num_args() const noexcept { return args_.size(); }
     const ArgInfo& arg_info(std::size_t index) const;
     const std::vector<ArgInfo>& args() const noexcept { return args_; }
-    KernelLimits limits() const;
+    // Queried once and kept: a launch validates against it, and the five driver queries cost
+    // more than the rest of a timed launch's host work together.
+    const KernelLimits& limits() const;
     const ContextPtr& context() const noexcept { return program_->context(); }
 
     // Each setter checks the index and the parameter's address space, then sets the argument.
@@ -75,6 +78,7 @@ private:
     std::vector<BufferPtr> buffers_;  // keeps buffer arguments alive and checkable
     std::vector<ImagePtr> images_;    // the same for image arguments
     std::vector<SamplerPtr> samplers_;
+    mutable std::optional<KernelLimits> limits_;
 };
 
 using KernelPtr = std::shared_ptr<Kernel>;

@@ -57,7 +57,7 @@ void validate(const Kernel& kernel, const NDRange& range) {
     if (range.local.size() != dims)
         throw InvalidArgument("local size " + dims_text(range.local) + " and global size " +
                               dims_text(range.global) + " differ in dimensions");
-    const auto limits = kernel.limits();
+    const auto& limits = kernel.limits();
     std::size_t items = 1;
     for (std::size_t i = 0; i < dims; ++i) {
         const auto l = range.local[i];

@@ -1,0 +1,142 @@
+"""Python overhead and sweep wall time: pyclperf against a plain PyOpenCL loop, same launches.
+
+1. Per call: Kernel.time(repeats=1) and Kernel.run of a tiny kernel from Python, against
+   PyOpenCL's enqueue + wait + profile read.
+2. The offset sweep (33 points, 2 x 256 MiB buffers, 3 warm-up + 20 timed launches): the
+   verified experiment (pyclperf.run("offset")), the same unverified, and a 30-line PyOpenCL loop
+   doing the same launches.
+
+Each side runs in its own process (PyOpenCL's wheel bundles its own ICD loader: --vendors DIR
+is made for it, naming NVIDIA's library). Run on the GPU machine:
+
+    python benchmarks/overhead.py --device nvidia --json overhead.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TINY = "__kernel void tiny(__global float* x) { x[get_global_id(0)] = 1.0f; }"
+OFFSET = """__kernel void offset_copy(__global float* dst, __global const float* src, const int k) {
+    const int i = get_global_id(0) + k; dst[i] = src[i]; }"""
+ITEMS = 1 << 26  # 256 MiB of floats per buffer
+CALLS = 5000
+
+
+def per_call(fn: Any) -> float:
+    for _ in range(500):
+        fn()
+    t0 = time.perf_counter()
+    for _ in range(CALLS):
+        fn()
+    return (time.perf_counter() - t0) / CALLS * 1e6
+
+
+def side_pyclperf(device: str, items: int) -> dict[str, Any]:
+    import pyclperf
+
+    ctx = pyclperf.Context(device)
+    k = ctx.program(TINY).kernel("tiny").set_args(ctx.buffer(4096))
+    out: dict[str, Any] = {
+        "time_us": per_call(lambda: k.time(256, 256, warmup=0, repeats=1)),
+        "run_us": per_call(lambda: k.run(256, 256)),
+    }
+    copy = ctx.program(OFFSET).kernel("offset_copy")
+    src, dst = ctx.buffer(4 * (items + 64)), ctx.buffer(4 * (items + 64))
+    t0 = time.perf_counter()
+    for k_off in range(33):
+        copy.set_args(dst, src, np.int32(k_off))
+        copy.time(items, 256, warmup=3, repeats=20)
+    out["unverified_loop_s"] = time.perf_counter() - t0
+    for verify in (False, True):
+        t0 = time.perf_counter()
+        res = pyclperf.run("offset", ctx, size=items, warmup=3, repeats=20, verify=verify,
+                           progress=False)
+        key = "verified" if verify else "unverified"
+        out[f"{key}_experiment_s"] = time.perf_counter() - t0
+        out[f"{key}_statuses"] = sorted({r["status"] for r in res.rows})
+    return out
+
+
+def side_pyopencl(items: int) -> dict[str, Any]:
+    import pyopencl as cl
+
+    platform = next(p for p in cl.get_platforms() if "NVIDIA" in p.name or "nvidia" in p.vendor.lower())
+    ctx = cl.Context(platform.get_devices())
+    q = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    knl = cl.Program(ctx, TINY).build().tiny
+    knl.set_args(cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4096))
+
+    def one() -> int:
+        e = cl.enqueue_nd_range_kernel(q, knl, (256,), (256,))
+        e.wait()
+        return e.profile.end - e.profile.start
+
+    out: dict[str, Any] = {"version": cl.VERSION_TEXT, "time_us": per_call(one)}
+    t0 = time.perf_counter()
+    copy = cl.Program(ctx, OFFSET).build().offset_copy
+    src = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * (items + 64))
+    dst = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * (items + 64))
+    out["setup_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for k_off in range(33):
+        copy.set_args(dst, src, np.int32(k_off))
+        for _ in range(3):
+            cl.enqueue_nd_range_kernel(q, copy, (items,), (256,))
+        q.finish()
+        events = [cl.enqueue_nd_range_kernel(q, copy, (items,), (256,)) for _ in range(20)]
+        q.finish()
+        [e.profile.end - e.profile.start for e in events]
+    out["unverified_loop_s"] = time.perf_counter() - t0
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="nvidia")
+    ap.add_argument("--side", choices=["both", "pyclperf", "pyopencl"], default="both")
+    ap.add_argument("--items", type=int, default=ITEMS)
+    ap.add_argument("--vendors", default="/tmp/kt-vendors")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    if args.side == "pyclperf":
+        print(json.dumps(side_pyclperf(args.device, args.items)))
+        return 0
+    if args.side == "pyopencl":
+        print(json.dumps(side_pyopencl(args.items)))
+        return 0
+    vend = Path(args.vendors)
+    vend.mkdir(parents=True, exist_ok=True)
+    for lib in ("/usr/lib/libnvidia-opencl.so", "/usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1"):
+        if os.path.exists(lib):
+            (vend / "nvidia.icd").write_text(lib + "\n")
+            break
+    out: dict[str, list[dict[str, Any]]] = {}
+    for side in ("pyopencl", "pyclperf", "pyopencl", "pyclperf"):
+        env = {**os.environ, "OCL_ICD_VENDORS": str(vend)} if side == "pyopencl" else dict(os.environ)
+        done = subprocess.run([sys.executable, __file__, "--side", side, "--device", args.device,
+                               "--items", str(args.items)], env=env, capture_output=True, text=True)
+        if done.returncode:
+            print(done.stderr[-3000:], file=sys.stderr)
+            out.setdefault(side, []).append({"error": done.stderr[-1500:]})
+            continue
+        out.setdefault(side, []).append(json.loads(done.stdout.strip().splitlines()[-1]))
+    for side, runs in out.items():
+        for r in runs:
+            print(side, json.dumps(r))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
