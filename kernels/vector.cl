@@ -1,4 +1,4 @@
-// Copy with wider accesses and more work per work-item (EXPERIMENTS.md `vector`). Built once per
+// Copy with wider accesses and more work per work-item (experiment `vector`). Built once per
 // variant with two defines:
 //   ELEMENT   the type one access moves: float, float2, float4, float8 or float16
 //   PER_ITEM  how many elements each work-item copies

@@ -51,22 +51,93 @@ def compare(got: np.ndarray, want: np.ndarray, what: str = "bytes") -> tuple[boo
                    f"got {got.reshape(-1)[first]!r}, want {want.reshape(-1)[first]!r}")
 
 
-def compare_close(got: np.ndarray, want: np.ndarray, tolerance: Any,
-                  what: str = "values") -> tuple[bool, str]:
-    """Like compare, for floats: each |got - want| must be within ``tolerance`` (absolute; a
-    scalar or one per element). NaN never passes, so a poisoned element left unwritten fails."""
+def outside(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, rtol: Any = 0.0) -> np.ndarray:
+    """The mask of elements with |got - want| > atol + rtol |want|; NaN is always outside."""
+    want64 = np.asarray(want, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # the poison is a signalling NaN
+        err = np.abs(np.asarray(got, dtype=np.float64) - want64)
+        return ~(err <= np.asarray(atol, dtype=np.float64) + np.asarray(rtol, dtype=np.float64)
+                 * np.abs(want64))
+
+
+def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str = "values", *,
+                  rtol: Any = 0.0) -> tuple[bool, str]:
+    """Like compare, for floats: each |got - want| must be within ``atol + rtol * |want|``
+    (either a scalar or one per element). NaN never passes, so a poisoned element left unwritten
+    fails. The detail says how many elements differ, the first of them and its tolerance."""
+    got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape:
         return False, f"{what}: shape {got.shape} differs from the expected {want.shape}"
-    err = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    bad = ~(err <= np.broadcast_to(np.asarray(tolerance, dtype=np.float64), err.shape))
+    want64 = want.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(got.astype(np.float64) - want64)
+        tol = np.broadcast_to(np.asarray(atol, dtype=np.float64) + np.asarray(rtol, dtype=np.float64)
+                              * np.abs(want64), err.shape)
+        bad = ~(err <= tol)  # NaN compares False: counted as wrong
     if not bad.any():
         return True, ""
     wrong = np.flatnonzero(bad.reshape(-1))
     first = int(wrong[0])
-    tol = np.broadcast_to(np.asarray(tolerance, dtype=np.float64), err.shape).reshape(-1)[first]
-    return False, (f"{wrong.size} of {got.size} {what} differ beyond the tolerance; first at "
+    return False, (f"{wrong.size} of {got.size} {what} differ by more than the tolerance; first at "
                    f"{first}: got {got.reshape(-1)[first]!r}, want {want.reshape(-1)[first]!r} "
-                   f"(tolerance {tol:.3g})")
+                   f"(tolerance {tol.reshape(-1)[first]:.3g})")
+
+
+def max_abs_error(got: np.ndarray, want: np.ndarray) -> float:
+    """The largest |got - want| among finite differences (NaN where none is finite)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(want, dtype=np.float64))
+    return float(np.nanmax(err)) if np.isfinite(err).any() else float("nan")
+
+
+FLT_MIN = 2.0**-126  # smallest normal float
+FLOAT32_U = 2.0**-24  # unit roundoff of float32: a correctly rounded operation errs by at most this
+
+
+def gamma(chain: int) -> float:
+    """Higham's gamma_k for float32: the relative error bound of a chain of k roundings."""
+    ku = chain * FLOAT32_U
+    if ku >= 1:
+        from . import _core
+
+        raise _core.InvalidArgumentError(f"{chain} chained float32 roundings bound nothing")
+    return ku / (1 - ku)
+
+
+def ulp32(ref: np.ndarray) -> np.ndarray:
+    """ULP of float32 at each real value ``ref`` (float64): the gap between the two floats that
+    enclose |ref| (the OpenCL C definition), 2^-149 below the normal range."""
+    a = np.abs(np.asarray(ref, dtype=np.float64))
+    _, e = np.frexp(a)  # a = m * 2**e with 0.5 <= m < 1, so the gap is 2**(e - 24)
+    return np.where(a < FLT_MIN, 2.0**-149, np.ldexp(1.0, e - 24))
+
+
+def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """|got - ref| in ULPs of ``ref``; infinite where ``got`` is not finite. A result flushed to
+    zero where the exact one is below the normal range counts as exact (OpenCL allows it)."""
+    g = np.asarray(got, dtype=np.float64)
+    err = np.abs(g - ref) / ulp32(ref)
+    err[(np.abs(ref) < FLT_MIN) & (np.abs(g) < FLT_MIN)] = 0.0
+    err[~np.isfinite(g)] = np.inf
+    return err
+
+
+def compare_ulp(got: np.ndarray, ref: np.ndarray, max_ulp: float,
+                what: str = "values") -> tuple[bool, str]:
+    """Each float32 result within ``max_ulp`` ULPs of the float64 reference; a non-finite result
+    never passes. The detail says how many differ and the first."""
+    got = np.asarray(got)
+    if got.shape != np.shape(ref):
+        return False, f"{what}: shape {got.shape} differs from the expected {np.shape(ref)}"
+    ulps = ulp_error(got, np.asarray(ref, dtype=np.float64))
+    bad = ~(ulps <= max_ulp)
+    if not bad.any():
+        return True, ""
+    wrong = np.flatnonzero(bad.reshape(-1))
+    first = int(wrong[0])
+    return False, (f"{wrong.size} of {got.size} {what} differ by more than {max_ulp:g} ulp; first "
+                   f"at {first}: got {got.reshape(-1)[first]!r}, want "
+                   f"{np.asarray(ref).reshape(-1)[first]!r} ({ulps.reshape(-1)[first]:.3g} ulp)")
 
 
 def landed(out: np.ndarray, data: np.ndarray) -> tuple[bool, str]:
@@ -81,3 +152,47 @@ def landed(out: np.ndarray, data: np.ndarray) -> tuple[bool, str]:
         return False, detail
     ok, detail = compare(out[n:], poison_pattern(out.size - n, phase=n), "guard bytes after the end")
     return ok, detail
+
+
+def product_tolerance(k: int, magnitude: np.ndarray) -> np.ndarray:
+    """How far a float32 dot product of length ``k`` may lie from the exact one.
+
+    A float32 dot product of length k, summed in any order, with or without fused multiply-add,
+    differs from the exact value by at most gamma_k * sum |a_i b_i| with
+    gamma_k = k u / (1 - k u) and u = 2^-24 (Higham, Accuracy and Stability of Numerical
+    Algorithms, 3.1). ``magnitude`` is |A| |B| (the sums of |a_i b_i|); the reference itself is
+    float64, whose error is ~1e-16 relative and ignored. k tiny normals are added for a device
+    that flushes subnormal products to zero.
+    """
+    u = 2.0 ** -24
+    gamma = k * u / (1 - k * u)
+    return gamma * magnitude + k * float(np.finfo(np.float32).tiny)
+
+
+def check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  what: str = "elements of C") -> tuple[bool, str]:
+    """Whether ``got`` (float32, shape (rows, cols)) is A B within product_tolerance.
+
+    Computed in blocks of rows so that a 1 GiB result needs no more than a few hundred MiB of
+    float64 temporaries. NaN (the poison) never passes.
+    """
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if got.shape != (a.shape[0], b.shape[1]):
+        return False, f"{what}: shape {got.shape}, expected {(a.shape[0], b.shape[1])}"
+    k = a.shape[1]
+    rows = max(1, (1 << 24) // max(1, b.shape[1]))
+    wrong, first = 0, ""
+    for r0 in range(0, a.shape[0], rows):
+        block = slice(r0, r0 + rows)
+        want = a64[block] @ b64
+        tol = product_tolerance(k, np.abs(a64[block]) @ np.abs(b64))
+        bad = outside(got[block], want, tol)
+        if bad.any():
+            if not first:
+                r, c = np.argwhere(bad)[0]
+                first = (f"first at row {r0 + r}, column {c}: got {got[r0 + r, c]!r}, "
+                         f"want {want[r, c]!r} +- {tol[r, c]:.3g}")
+            wrong += int(bad.sum())
+    if wrong:
+        return False, f"{wrong} of {got.size} {what} outside the float32 rounding bound; {first}"
+    return True, ""

@@ -13,13 +13,15 @@ import numpy as np
 from .. import _core
 from ..checks import compare, poison_device
 from ..sweep import host_clock_columns, timed_row, verdict
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, positive
 from .base import Sweep
-
-FLOAT = 4  # bytes
 
 
 class Timers(Sweep):
     id = "timers"
+    description = ("one copy kernel timed by the host clock and by events, sizes up to 64 Mi items, with"
+                   " the device's timer resolution (Guide 2.1; `--size` is the largest work-item count)")
+    order = 10
     title = "Event timing vs host clock (copy kernel)"
     x = "items"
     x_label = "work-items (floats copied)"
@@ -28,12 +30,12 @@ class Timers(Sweep):
             "ylabel": "median time (ns)", "logx": True, "logy": True}
     size_arg, values_arg = "max_items", "sizes"
 
-    def __init__(self, ctx: Any, sizes: Sequence[int] | None = None, local_size: int = 256,
+    def __init__(self, ctx: Any, sizes: Sequence[int] | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
                  max_items: int | None = None) -> None:
         """``sizes``: work-items per point; by default powers of 16 up to ``max_items`` (itself
         included), or up to 64 Mi items on a GPU and 1 Mi on a CPU, within the device's memory."""
         super().__init__(ctx)
-        self.local_size = int(local_size)
+        self.local_size = positive(self.id, "work-group size", local_size)
         if sizes is None:
             # On a GPU the top size runs for milliseconds (2 x 2 GiB at a few TB/s), where host
             # and event timing should agree; below that the launch overhead shows.

@@ -16,8 +16,9 @@ import numpy as np
 from .. import _core
 from ..checks import compare, poison_device, random_bytes
 from ..stats import GiB, MiB
-from ..sweep import OK, timed_row, verdict
-from .base import Sweep, pick_variants
+from ..results import OK
+from ._kit import DEFAULT_LOCAL_SIZE, pick, positive
+from .base import Check, Experiment, Launch, noise_note
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,12 @@ def _largest_power_of_two(limit: int) -> int:
     return 1 << (int(limit).bit_length() - 1)
 
 
-class VectorWidth(Sweep):
+class VectorWidth(Experiment):
     id = "vector"
+    description = ("float..float16 copies with 1-4 elements per work-item and the Reverse document's "
+                   "byte reversals; its best copy is the device's achievable bandwidth (`--size` is "
+                   "bytes)")
+    order = 70
     title = "Access width: vector copies and byte reversal"
     x = "variant"
     x_label = "variant"
@@ -64,13 +69,11 @@ class VectorWidth(Sweep):
     plot = {"kind": "bars", "label": "variant"}
     size_arg, values_arg = "nbytes", None  # bytes per buffer
 
-    def __init__(self, ctx: Any, nbytes: int | None = None, local_size: int = 256,
+    def __init__(self, ctx: Any, nbytes: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
                  variants: Sequence[str] | None = None) -> None:
         super().__init__(ctx)
-        self.local_size = int(local_size)
-        if self.local_size <= 0:
-            raise _core.InvalidArgumentError(f"work-group size must be positive, got {self.local_size}")
-        self.variants = pick_variants(self.id, VARIANTS, variants)
+        self.local_size = positive(self.id, "work-group size", local_size)
+        self.variants = pick(self.id, VARIANTS, variants)
         info = ctx.info
         if nbytes is None:
             # Far past any cache on a GPU; small enough for PoCL to finish in seconds.
@@ -102,26 +105,21 @@ class VectorWidth(Sweep):
             k = self.ctx.program(file="reverse.cl").kernel(f"reverse_{v.element}")
         return k.set_args(self.dst, self.src)
 
-    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
-                verify: bool) -> dict[str, Any]:
+    def launch(self, point: dict[str, Any]) -> Launch:
         v = VARIANTS[point["variant"]]
-        kernel = self.kernel(v)
         items = self.nbytes // v.item_bytes
-        passed, detail = self._verify(kernel, v, items) if verify else (True, "not verified")
-        times = kernel.time(items, self.local_size, warmup=warmup, repeats=repeats, method=method)
-        row = {"items": items, "local_size": self.local_size,
-               **timed_row(times, 2 * self.nbytes, method)}
-        row.update(verdict(verify, passed, detail))
-        return row
+        return Launch.one(self.kernel(v), items, self.local_size, 2 * self.nbytes,
+                          columns={"items": items, "local_size": self.local_size})
 
-    def _verify(self, kernel: Any, v: Variant, items: int) -> tuple[bool, str]:
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        v = VARIANTS[point["variant"]]
         data = random_bytes(self.rng, self.nbytes)
         self.src.write(data)
         poison_device(self.dst)
-        kernel.run(items, self.local_size)
+        launch.run()
         out = np.empty(self.nbytes, np.uint8)
         self.dst.read(out)
-        return compare(out, np.flip(data) if v.kernel == "reverse" else data, "output bytes")
+        return Check(*compare(out, np.flip(data) if v.kernel == "reverse" else data, "output bytes"))
 
     def finish(self, results: Any) -> None:
         """The fastest verified copy is the device's achievable bandwidth."""
@@ -132,7 +130,8 @@ class VectorWidth(Sweep):
         best = max(copies, key=lambda r: r["gbps"])
         results.meta["best_variant"] = best["variant"]
         results.meta["best_gbps"] = best["gbps"]
-        text = f"achievable bandwidth: {best['gbps']:.1f} GB/s ({best['variant']}, verified)"
+        text = (f"achievable bandwidth: {best['gbps']:.1f} GB/s ({best['variant']}, verified)"
+                + noise_note(best))
         if best.get("fraction_of_peak") is not None:
             results.meta["best_fraction_of_peak"] = best["fraction_of_peak"]
             text += f", {100 * best['fraction_of_peak']:.0f}% of the theoretical peak"
@@ -141,5 +140,6 @@ class VectorWidth(Sweep):
     @classmethod
     def summary(cls, results: Any) -> Any:
         df = results.df
-        cols = ["variant", "status", "items", "median_ns", "spread_pct", "gbps", "fraction_of_peak"]
+        cols = ["variant", "status", "items", "median_ns", "spread_pct", "noisy", "gbps",
+                "fraction_of_peak"]
         return df[[c for c in cols if c in df]]
