@@ -125,3 +125,12 @@ def test_two_runs_of_offset_agree(ctx):
         row = r.rows[0]
         assert row["status"] == "ok" and row["noisy"] == (row["spread_pct"] > NOISY_SPREAD_PCT)
     assert max(gbps) / min(gbps) < 1.5, gbps
+
+
+def test_one_file_per_experiment_named_after_its_id():
+    kernels = Path(__file__).parent.parent / "kernels"
+    for cls in REGISTRY.values():
+        assert cls.__module__ == f"pyclperf.experiments.{cls.id}", (cls.id, cls.__module__)
+    # Each kernel file is one experiment's, or the copy kernels four of them share.
+    shared = {"copy"}
+    assert {p.stem for p in kernels.glob("*.cl")} - shared <= set(REGISTRY)

@@ -1,9 +1,9 @@
 """vector: how wide each access is and how much each work-item moves.
 
 A float..float16 copy with 1, 2 or 4 elements per work-item (kernels/vector.cl, one build per
-variant), and the Reverse document's byte reversal with 1, 16 and 64 bytes per work-item
-(kernels/reverse.cl). The fastest verified copy is what pyclperf reports as the device's
-achievable bandwidth (``meta["best_gbps"]``, ``meta["best_variant"]``).
+variant), and the Reverse document's byte reversal with 1, 16 and 64 bytes per work-item (the
+reverse_* kernels of the same file). The fastest verified copy is what pyclperf reports as the
+device's achievable bandwidth (``meta["best_gbps"]``, ``meta["best_variant"]``).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class VectorWidth(Experiment):
                                        defines={"ELEMENT": v.element, "PER_ITEM": v.per_item})
             k = program.kernel("vector_copy")
         else:
-            k = self.ctx.program(file="reverse.cl").kernel(f"reverse_{v.element}")
+            k = self.ctx.program(file="vector.cl").kernel(f"reverse_{v.element}")
         return k.set_args(self.dst, self.src)
 
     def launch(self, point: dict[str, Any]) -> Launch:
