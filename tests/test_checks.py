@@ -70,3 +70,66 @@ def test_the_launch_check_is_the_cores(ctx):
         check_launch("offset", kernel, too_big, too_big)
     with pytest.raises(pyclperf.InvalidArgumentError, match="does not divide"):
         check_launch("offset", kernel, 1000, 64)
+
+
+# --- verification at device speed (kernels/verify.cl) --------------------------------------------
+
+def test_the_device_generator_is_the_numpy_one(ctx):
+    from pyclperf.checks import DeviceCheck, random_words
+
+    dev = DeviceCheck(ctx)
+    for seed, n in ((0, 1), (1, 1000), (2**63 + 12345, 4099), (2**64 - 1, 300)):
+        buf = ctx.buffer(4 * n)
+        dev.fill(buf, n, seed)
+        got = np.empty(n, np.uint32)
+        buf.read(got)
+        assert np.array_equal(got, random_words(seed, n)), seed
+    # counter-based: any stretch is computable on its own, and seeds give unrelated words
+    assert np.array_equal(random_words(7, 10, offset=90), random_words(7, 100)[90:])
+    a, b = random_words(1, 1 << 16), random_words(2, 1 << 16)
+    assert np.mean(a == b) < 1e-3 and abs(np.mean(a.astype(np.float64)) / 2**32 - 0.5) < 0.01
+    # a known value of splitmix64 (seed 0, first output 0xE220A8397B1DCDAF): its high word
+    assert random_words(0, 1)[0] == 0xE220A839
+
+
+def test_the_device_compare_counts_and_names_the_first(ctx):
+    from pyclperf.checks import DeviceCheck, random_words
+
+    dev = DeviceCheck(ctx)
+    n, seed = 5000, 99
+    want = np.full(n, POISON_U32, np.uint32)
+    written = slice(3, 4003, 2)
+    want[written] = random_words(seed, n)[written]
+    buf = ctx.to_device(want)
+    assert dev.compare_copy(buf, n, seed, written) == (True, "")
+    bad = want.copy()
+    bad[[10, 4001, 4500]] ^= 1  # two written elements and one guard element
+    buf = ctx.to_device(bad)
+    ok, detail = dev.compare_copy(buf, n, seed, written)
+    assert not ok and detail.startswith("3 of 5000 checked elements differ (device-side compare); first at 10")
+    assert "found at [10, 4001, 4500]" in detail
+
+
+def test_offset_and_stride_verify_on_the_device_past_the_threshold(ctx):
+    from pyclperf.experiments.offset import OffsetCopy
+    from pyclperf.experiments.stride import StrideCopy
+
+    broken = ctx.program("""
+__kernel void offset_copy(__global float* out, __global const float* in, const int offset) {
+    const size_t i = get_global_id(0) + (size_t)offset;
+    if (i % 997 != 5) out[i] = in[i];
+}""").kernel("offset_copy")
+    for exp, value in ((OffsetCopy(ctx, items=4096, local_size=64, values=[0, 3]), 3),
+                       (StrideCopy(ctx, items=4096, local_size=64, values=[1, 5]), 5)):
+        exp.device_check_elements = 0  # force the device path on a small buffer
+        check = exp.verify({exp.x: value})
+        assert check.passed and check.columns == {"checked_on": "device"}, check.detail
+    exp = OffsetCopy(ctx, items=4096, local_size=64, values=[3])
+    exp.device_check_elements = 0
+    exp.kernel = broken
+    check = exp.verify({"offset": 3})
+    assert not check.passed and "device-side compare" in check.detail
+    exp.device_check_elements = 1 << 30  # and the host reference finds the same elements
+    host = exp.verify({"offset": 3})
+    assert not host.passed and host.detail.split(";")[0].split(" differ")[0] == \
+        check.detail.split(" differ")[0]
