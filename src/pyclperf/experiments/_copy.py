@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _core
 from ..checks import DeviceCheck, poison_device
-from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, check_copy, positive
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, check_copy, positive, whole_groups
 from .base import Check, Experiment, Launch
 
 # Above this many elements a point is verified on the device (checks.DeviceCheck: generated
@@ -35,10 +35,8 @@ class CopyPattern(Experiment):
                 raise _core.InvalidArgumentError(f"{self.id}: no values to sweep")
             self.values = [int(v) for v in values]
         self.local_size = positive(self.id, "work-group size", local_size)
-        self.items = positive(self.id, "size", items if items is not None else self.default_items(ctx.info))
-        if self.items % self.local_size:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: size {self.items} is not a multiple of the work-group size {self.local_size}")
+        self.items = whole_groups(self.id, items if items is not None else self.default_items(ctx.info),
+                                  self.local_size)
         for v in self.values:
             self.check_value(v)
         self.capacity = self.elements_needed(max(self.values))

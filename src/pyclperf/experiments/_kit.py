@@ -61,6 +61,22 @@ def positive(experiment: str, name: str, value: Any) -> int:
     return v
 
 
+def whole_groups(experiment: str, items: Any, sizes: Any) -> int:
+    """``items`` as an int, refused unless it is a positive multiple of every work-group size in
+    ``sizes`` (one or several): each experiment's size knob must fill whole work-groups. (Whether
+    a work-group size itself fits the device is the core's launch check, per point.)"""
+    n = int(items)
+    sizes = [int(s) for s in (sizes if isinstance(sizes, (list, tuple)) else [sizes])]
+    if not sizes or min(sizes) <= 0:
+        raise _core.InvalidArgumentError(f"{experiment}: work-group sizes must be positive, got {sizes}")
+    bad = [s for s in sizes if n <= 0 or n % s]
+    if bad:
+        raise _core.InvalidArgumentError(
+            f"{experiment}: size {n} is not a positive multiple of the work-group size "
+            f"{', '.join(map(str, bad))}")
+    return n
+
+
 def check_alloc(experiment: str, info: Any, nbytes: int, what: str = "a buffer") -> int:
     """``nbytes`` if one allocation of it fits the device, else InvalidArgumentError."""
     if nbytes > info.max_alloc_bytes:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, positive, round_trip
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, positive, round_trip, whole_groups
 from .base import Experiment, Launch
 
 EPS = 2.0**-23  # float ULP at 1.0: ulp(v) <= EPS * |v| for every normal float v
@@ -61,11 +61,7 @@ class Throughput(Experiment):
         if items is None:
             want = info.compute_units * self.items_per_cu if info.is_gpu else self.cpu_items
             items = max(self.local_size, want // self.local_size * self.local_size)
-        self.items = int(items)
-        if self.items <= 0 or self.items % self.local_size:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: size {self.items} is not a positive multiple of the work-group size "
-                f"{self.local_size}")
+        self.items = whole_groups(self.id, items, self.local_size)
         if self.items * FLOAT > info.max_alloc_bytes:
             raise _core.InvalidArgumentError(
                 f"{self.id}: {self.items} work-items need {self.items * FLOAT}-byte buffers, over "

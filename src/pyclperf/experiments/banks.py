@@ -18,7 +18,7 @@ from .. import _core
 from ..bankmodel import strided_degree
 from ..checks import compare, poison_device
 from ..results import OK
-from ._kit import DEFAULT_LOCAL_SIZE, pick, positive
+from ._kit import DEFAULT_LOCAL_SIZE, pick, positive, whole_groups
 from .base import Check, Experiment, Launch
 
 WORD = 4  # bytes
@@ -46,12 +46,9 @@ class Banks(Experiment):
         super().__init__(ctx)
         info = ctx.info
         self.local_size = positive(self.id, "work-group size", local_size)
-        self.items = int(items) if items is not None else (
-            self.local_size * 8 * info.compute_units * 4 if info.is_gpu else self.local_size * 4)
-        if self.items <= 0 or self.items % self.local_size:
-            raise _core.InvalidArgumentError(
-                f"banks: {self.items} work-items is not a positive multiple of the work-group "
-                f"size {self.local_size}")
+        self.items = whole_groups(self.id, items if items is not None else (
+            self.local_size * 8 * info.compute_units * 4 if info.is_gpu else self.local_size * 4),
+            self.local_size)
         self.words = int(words)
         if self.words < 32 or self.words & (self.words - 1):
             raise _core.InvalidArgumentError(f"banks: words must be a power of two >= 32, got {words}")

@@ -17,7 +17,7 @@ from .. import _core
 from ..checks import compare_close
 from ..limits import warp_size
 from ..results import OK
-from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, round_trip
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, round_trip, whole_groups
 from .base import Check, Experiment, Launch
 
 GRANULARITIES = (1, 2, 4, 8, 16, 32, 64)
@@ -73,11 +73,8 @@ class Divergence(Experiment):
                 f"{self.id}: the work-group size ({self.local_size}) must be at least twice the "
                 f"largest granularity ({max(self.granularities)}), so both paths occur in a "
                 "work-group")
-        self.items = int(items) if items is not None else (1 << 24 if info.is_gpu else 1 << 15)
-        if self.items <= 0 or self.items % self.local_size:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: {self.items} items is not a positive multiple of the work-group "
-                f"size {self.local_size}")
+        self.items = whole_groups(
+            self.id, items if items is not None else (1 << 24 if info.is_gpu else 1 << 15), self.local_size)
         self.iters = int(iters) if iters is not None else (256 if info.is_gpu else 32)
         if not 1 <= self.iters <= 1 << 16:
             raise _core.InvalidArgumentError(f"{self.id}: iters must lie in 1..65536, got {self.iters}")

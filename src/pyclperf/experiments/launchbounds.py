@@ -21,7 +21,7 @@ from .. import _core
 from ..checks import compare_close
 from ..limits import parse_registers, verbose_build_options
 from ..results import OK
-from ._kit import FLOAT, round_trip
+from ._kit import FLOAT, round_trip, whole_groups
 from .base import Check, Experiment, Launch
 
 BOUNDS = ("none", "reqd")
@@ -70,13 +70,8 @@ class LaunchBounds(Experiment):
         if sizes is None:
             sizes = [s for s in ((64, 128, 256, 512, 1024) if info.is_gpu else (64, 256)) if s <= top]
         self.sizes = [int(s) for s in sizes]
-        if not self.sizes or min(self.sizes) < 1:
-            raise _core.InvalidArgumentError(f"{self.id}: work-group sizes must be positive, got {self.sizes}")
-        self.items = int(items) if items is not None else (1 << 23 if info.is_gpu else 1 << 12)
-        bad = [s for s in self.sizes if self.items <= 0 or self.items % s]
-        if bad:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: {self.items} items is not a positive multiple of work-group size(s) {bad}")
+        self.items = whole_groups(
+            self.id, items if items is not None else (1 << 23 if info.is_gpu else 1 << 12), self.sizes)
         self.lanes = int(lanes) if lanes is not None else (64 if info.is_gpu else 8)
         self.steps = int(steps) if steps is not None else (128 if info.is_gpu else 16)
         if not 1 <= self.lanes <= 256 or not 1 <= self.steps <= 4096:

@@ -19,7 +19,7 @@ from ..limits import (CANNOT_KNOW, NVIDIA_SM, estimate, nv_compute_capability, p
                       verbose_build_options)
 from ..program import LocalMemory
 from ..results import OK
-from ._kit import FLOAT, check_copy
+from ._kit import FLOAT, check_copy, whole_groups
 from .base import Check, Experiment, Launch, noise_note
 
 TARGETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # work-groups per compute unit to force
@@ -48,13 +48,8 @@ class Occupancy(Experiment):
         self.sizes = [int(s) for s in work_group_sizes]
         if not self.targets or min(self.targets) < 1:
             raise _core.InvalidArgumentError(f"{self.id}: targets must be >= 1 work-group, got {self.targets}")
-        if not self.sizes or min(self.sizes) < 1:
-            raise _core.InvalidArgumentError(f"{self.id}: work-group sizes must be positive, got {self.sizes}")
-        self.items = int(items) if items is not None else (1 << 26 if info.is_gpu else 1 << 18)
-        bad = [s for s in self.sizes if self.items <= 0 or self.items % s]
-        if bad:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: {self.items} items is not a positive multiple of work-group size(s) {bad}")
+        self.items = whole_groups(
+            self.id, items if items is not None else (1 << 26 if info.is_gpu else 1 << 18), self.sizes)
         nbytes = (self.items + GUARD_ELEMENTS) * FLOAT
         if nbytes > info.max_alloc_bytes:
             raise _core.InvalidArgumentError(

@@ -13,7 +13,7 @@ import numpy as np
 from .. import _core
 from ..checks import compare, poison_device
 from ..sweep import host_clock_columns, timed_row, verdict
-from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, positive
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, positive, whole_groups
 from .base import Sweep
 
 
@@ -43,12 +43,7 @@ class Timers(Sweep):
             fits = min(ctx.info.global_mem_bytes // 4, ctx.info.max_alloc_bytes) // FLOAT
             sizes = sorted({s for s in (1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 26, 1 << 28) if s < top} | {top})
             sizes = [s for s in sizes if s <= fits]
-        self.sizes = [int(s) for s in sizes]
-        for s in self.sizes:
-            if s <= 0 or s % self.local_size:
-                raise _core.InvalidArgumentError(
-                    f"{self.id}: size {s} is not a positive multiple of the work-group size "
-                    f"{self.local_size}")
+        self.sizes = [whole_groups(self.id, s, self.local_size) for s in sizes]
         self.kernel = ctx.program(file="copy.cl").kernel("offset_copy")
         self.rng = np.random.default_rng()
 
