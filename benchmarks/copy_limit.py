@@ -29,6 +29,7 @@ import numpy as np
 import pyclperf
 from pyclperf import reference_cuda as rc
 from pyclperf.checks import random_bytes
+from pyclperf.results import OK, SKIPPED
 
 MiB = 1 << 20
 
@@ -146,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     peak = pyclperf.peak.theoretical(ctx)
     print(f"device: {ctx.info.name} | {ctx.info.platform_version} | driver {ctx.info.driver_version}")
     tuned = tune_copies(ctx, nbytes, args.quick)
-    ok = sorted((r for r in tuned.rows if r.get("status") == "ok"), key=lambda r: -r["GB/s"])
+    ok = sorted((r for r in tuned.rows if r.get("status") == OK), key=lambda r: -r["GB/s"])
     print(f"{len(ok)} of {len(tuned.rows)} configurations verified; fastest:")
-    failed = [r for r in tuned.rows if r.get("status") not in ("ok", "skipped")]
+    failed = [r for r in tuned.rows if r.get("status") not in (OK, SKIPPED)]
     for r in failed[:2]:
         print(f"  {r['status']}: {config_of(r)}: {str(r.get('error'))[:400]}")
     for r in ok[:8]:

@@ -36,7 +36,7 @@ import numpy as np
 import pyclperf
 from pyclperf import reference_cuda as rc
 from pyclperf.checks import compare, poison_device, random_bytes
-from pyclperf.experiments.transfer_rig import Mode, TransferRig
+from pyclperf.experiments._transfer import Mode, TransferRig
 from pyclperf.experiments.vector import COPIES, VectorWidth
 from pyclperf.sweep import package_versions
 
@@ -255,7 +255,7 @@ def figure(name: str, unit: str, ours: Callable[[], Side],
 def tiling_figure(ctx: Any, n: int | None, repeats: int, cuda: rc.CudaReference | None,
                   skipped: str) -> dict[str, Any]:
     """The tiling experiment's fastest kernel against its cuBLAS line (reference_cuda)."""
-    from pyclperf.experiments.matmul import REFERENCE
+    from pyclperf.experiments.tiling import REFERENCE
 
     res = pyclperf.run("tiling", ctx, size=n, warmup=2, repeats=repeats, reference=cuda is not None)
     ok = [r for r in res.rows if r.get("status") == "ok" and r["variant"] != REFERENCE]

@@ -33,7 +33,8 @@ import numpy as np
 
 import pyclperf
 from pyclperf import reference_cuda as rc
-from pyclperf.experiments.transfer_rig import Mode, TransferRig
+from pyclperf.results import OK
+from pyclperf.experiments._transfer import Mode, TransferRig
 from pyclperf.experiments.vector import VectorWidth
 from pyclperf.sweep import package_versions
 
@@ -72,7 +73,7 @@ def pyclperf_figures(ctx: Any, args: argparse.Namespace) -> dict[str, dict[str, 
     for mode in HOST_MODES:
         def one_batch(mode: Mode = mode) -> tuple[float, bool]:
             row = rig.measure(mode, args.transfer_bytes, **timing)
-            return row["median_ns"], row["status"] == "ok"
+            return row["median_ns"], row["status"] == OK
 
         name = figure_name(mode)
         figures[name] = batched(one_batch, args.transfer_bytes, args.batches)
@@ -83,7 +84,7 @@ def pyclperf_figures(ctx: Any, args: argparse.Namespace) -> dict[str, dict[str, 
 
     def copy_batch() -> tuple[float, bool]:
         row = copy_rig.measure(Mode("d2d"), args.copy_bytes, **timing)
-        return row["median_ns"], row["status"] == "ok"
+        return row["median_ns"], row["status"] == OK
 
     figures["d2d copy"] = batched(copy_batch, 2 * args.copy_bytes, args.batches)
     copy_rig.release()
@@ -99,7 +100,7 @@ def pyclperf_figures(ctx: Any, args: argparse.Namespace) -> dict[str, dict[str, 
 
     def vector_batch() -> tuple[float, bool]:
         row = vector.measure(point, method="events", verify=True, **timing)
-        return row["median_ns"], row["status"] == "ok"
+        return row["median_ns"], row["status"] == OK
 
     figures["best copy kernel"] = {**batched(vector_batch, 2 * args.copy_bytes, args.batches),
                                    "variant": best,

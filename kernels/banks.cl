@@ -1,4 +1,4 @@
-// Local-memory bank conflicts (EXPERIMENTS.md `banks`; Guide 3.2.2.1, Slides "Bank conflicts").
+// Local-memory bank conflicts (experiment `banks`; Guide 3.2.2.1, Slides "Bank conflicts").
 //
 // Each work-item sums words of a local table at logical index (lid * stride + 32 k) mod WORDS
 // for k = 0 .. 8 * STEPS - 1 and writes the sum (uint, wrapping: exact and checkable on the

@@ -1,5 +1,5 @@
 // Three arithmetic loops whose speed and results may change with the build options
-// (EXPERIMENTS.md `buildopts`, Guide chapter 5 and A.2: -cl-mad-enable, -cl-fast-relaxed-math).
+// (experiment `buildopts`, Guide chapter 5 and A.2: -cl-mad-enable, -cl-fast-relaxed-math).
 // Defines:
 //   ITERS   loop iterations per work-item
 //

@@ -1,4 +1,4 @@
-// 256-bin histogram of bytes (EXPERIMENTS.md `histogram`, Quasar 9.2.3.1), two ways:
+// 256-bin histogram of bytes (experiment `histogram`, Quasar 9.2.3.1), two ways:
 //   histogram_global  every value is one atomic_inc on the global histogram;
 //   histogram_local   each work-group counts into its own __local histogram (local atomics),
 //                     then adds each non-empty bin to the global histogram once.

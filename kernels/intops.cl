@@ -1,4 +1,4 @@
-// Integer and literal-type instruction costs (EXPERIMENTS.md `intops`, Guide 5.1, 5.1.1, 5.1.3).
+// Integer and literal-type instruction costs (experiment `intops`, Guide 5.1, 5.1.1, 5.1.3).
 // Defines:
 //   ITERS     loop iterations per work-item (one tested operation each)
 //   DIVISOR   the power-of-two divisor as a literal, for the *_lit kernels (the same value the

@@ -1,4 +1,4 @@
-// Built-in math functions: precise, native_ and half_ flavours (EXPERIMENTS.md `math`, Guide 5.1.4).
+// Built-in math functions: precise, native_ and half_ flavours (experiment `math`, Guide 5.1.4).
 // Built once per function with two defines:
 //   FUNC    the single-argument float function under test: sin, native_sin, half_sin, exp ...
 //   ITERS   how many evaluations each work-item of math_loop performs

@@ -1,14 +1,13 @@
-// Local (shared) memory in small matrix products: the Guide's section 3.2.2.2-3.2.2.3 set-up
-// (EXPERIMENTS.md `matmul` and `aat`), written afresh.
+// C = A B through local memory: the Guide's section 3.2.2.2 set-up (experiment `matmul`),
+// written afresh.
 //
-// Shapes. A is M x TILE_DIM, B is TILE_DIM x N, C is M x N, all row-major floats; for C = A A^T
-// the output is M x M. Each work-item computes one element of C, a dot product of length
-// TILE_DIM; work-groups are TILE_DIM x TILE_DIM over a 2-D NDRange (dimension 0 = column of C,
-// dimension 1 = row of C), so one work-group fills one TILE_DIM x TILE_DIM tile of C.
+// Shapes. A is M x TILE_DIM, B is TILE_DIM x N, C is M x N, all row-major floats. Each work-item
+// computes one element of C, a dot product of length TILE_DIM; work-groups are
+// TILE_DIM x TILE_DIM over a 2-D NDRange (dimension 0 = column of C, dimension 1 = row of C), so
+// one work-group fills one TILE_DIM x TILE_DIM tile of C.
 //
 // Defines:
 //   TILE_DIM  tile width = the inner dimension (16 in the Guide)
-//   PAD       extra floats per row of the transposed tile in aat_local (0 or 1)
 //
 // Why the kernels differ:
 //   ab_simple     reads its row of A and a column of B straight from global memory. Along a
@@ -16,11 +15,6 @@
 //                 old hardware), and every work-group of a tile row reads the same B tile again.
 //   ab_local_a    stages the work-group's A tile in local memory with one coalesced read.
 //   ab_local_ab   stages the B tile too, so the inner loop touches only local memory.
-//   aat_simple    C = A A^T: the second operand is row `col` of A, so neighbouring work-items
-//                 read addresses TILE_DIM floats apart (a strided global access).
-//   aat_local     reads the rows of A that the tile's columns need contiguously and writes them
-//                 transposed into local memory; with PAD = 0 that transposed write makes lanes
-//                 TILE_DIM words apart collide in the same bank, PAD = 1 spreads them out.
 //
 // Unlike the Guide's Listing 3.8 the A-tile kernels keep a barrier after filling the tile: the
 // Guide relies on a half-warp executing in lockstep, which OpenCL does not promise (PoCL, for
@@ -28,9 +22,6 @@
 
 #ifndef TILE_DIM
 #define TILE_DIM 16
-#endif
-#ifndef PAD
-#define PAD 0
 #endif
 
 __kernel void ab_simple(__global const float* restrict a, __global const float* restrict b,
@@ -74,33 +65,4 @@ __kernel void ab_local_ab(__global const float* restrict a, __global const float
     for (int k = 0; k < TILE_DIM; ++k)
         sum += a_tile[ty][k] * b_tile[k][tx];
     c[row * n + col] = sum;
-}
-
-__kernel void aat_simple(__global const float* restrict a, __global float* restrict c, const int m)
-{
-    const int col = get_global_id(0);
-    const int row = get_global_id(1);
-    float sum = 0.0f;
-    for (int k = 0; k < TILE_DIM; ++k)
-        sum += a[row * TILE_DIM + k] * a[col * TILE_DIM + k];   // second term: stride TILE_DIM
-    c[row * m + col] = sum;
-}
-
-__kernel void aat_local(__global const float* restrict a, __global float* restrict c, const int m)
-{
-    __local float a_tile[TILE_DIM][TILE_DIM];
-    __local float at_tile[TILE_DIM][TILE_DIM + PAD];
-    const int tx = get_local_id(0), ty = get_local_id(1);
-    const int col = get_global_id(0);
-    const int row = get_global_id(1);
-    // The tile's columns are rows first_col .. first_col + TILE_DIM - 1 of A. (The Guide's
-    // Listing 3.11 scales the group index by the number of groups; the tile width is meant.)
-    const int first_col = get_group_id(0) * TILE_DIM;
-    a_tile[ty][tx] = a[row * TILE_DIM + tx];
-    at_tile[tx][ty] = a[(first_col + ty) * TILE_DIM + tx];   // contiguous read, transposed write
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float sum = 0.0f;
-    for (int k = 0; k < TILE_DIM; ++k)
-        sum += a_tile[ty][k] * at_tile[k][tx];
-    c[row * m + col] = sum;
 }

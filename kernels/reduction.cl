@@ -1,4 +1,4 @@
-// Float sum, three ways of combining the work-items' partial sums (EXPERIMENTS.md `reduction`,
+// Float sum, three ways of combining the work-items' partial sums (experiment `reduction`,
 // Quasar 9.2.3.3 and 9.8):
 //   reduce_tree      a halving tree in local memory; work-item 0 writes the group's sum to
 //                    out[group]. Run once over the input and once more, as a single work-group,

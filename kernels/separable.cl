@@ -1,5 +1,5 @@
 // A separable 2-D filter (2R+1 taps, e.g. a Gaussian) on a row-major float image with
-// clamp-to-edge borders (EXPERIMENTS.md `separable`, Quasar 9.2.3.2), two ways:
+// clamp-to-edge borders (experiment `separable`, Quasar 9.2.3.2), two ways:
 //   sep_rows, sep_columns  two passes through global memory: rows into an intermediate image,
 //                          then columns of that into the output (one work-item per pixel each);
 //   sep_tile               one fused kernel per TX x TY tile of outputs: the work-group copies

@@ -1,5 +1,5 @@
 // Resampling a 2-D float image at fractional coordinates, through the texture hardware (an
-// image and a sampler) or by hand from global memory (EXPERIMENTS.md `texture`, after Quasar
+// image and a sampler) or by hand from global memory (experiment `texture`, after Quasar
 // 9.3 and Guide 3.2.4). Output pixel (i, j) samples the input at
 //
 //   u = i * xf.s0 + xf.s1,  v = j * xf.s2 + xf.s3      (texel units; texel k spans [k, k+1))
@@ -16,7 +16,7 @@
 // The host picks scales and offsets that are multiples of 1/512 and power-of-two sizes, so u,
 // u / width and every step below are exact in float32: nearest sampling must then match the
 // NumPy reference exactly, and linear filtering differs only by rounding (or by the hardware's
-// reduced-precision weights; see experiments/caches.py).
+// reduced-precision weights; see experiments/texture.py).
 
 __kernel void resample_image(__global float* out, __read_only image2d_t src, sampler_t smp,
                              const int ow, const int oh, const float4 xf, const float2 inv_size)

@@ -1,5 +1,5 @@
 // Tiled square matrix product C = A B (n x n, row-major floats, n a multiple of the tile) and
-// the optimisations the Tradeoffs slides weigh against each other (EXPERIMENTS.md `tiling`).
+// the optimisations the Tradeoffs slides weigh against each other (experiment `tiling`).
 //
 // Defines:
 //   TILE    tile width; work-groups are TILE x TILE work-items over a 2-D NDRange

@@ -12,8 +12,8 @@ import pytest
 import pyclperf
 from pyclperf import cli
 from pyclperf.experiments.base import run_experiment
-from pyclperf.experiments.caches import (
-    CONV_VARIANTS, TEX_VARIANTS, ConstantMemory, Texture, sample_reference)
+from pyclperf.experiments.constant import CONV_VARIANTS, ConstantMemory
+from pyclperf.experiments.texture import TEX_VARIANTS, Texture, sample_reference
 from pyclperf.peak import theoretical
 
 QUICK = {"warmup": 1, "repeats": 2}
@@ -134,12 +134,15 @@ def test_a_texture_lookup_without_the_half_texel_shift_fails(ctx):
 def test_invalid_sizes_are_refused(ctx):
     with pytest.raises(pyclperf.InvalidArgumentError, match="power of two"):
         Texture(ctx, width=100, height=64)
-    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown variant"):
+    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or no variants"):
         Texture(ctx, width=64, height=64, variants=["image cubic"])
     with pytest.raises(pyclperf.InvalidArgumentError, match="CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE"):
         ConstantMemory(ctx, width=64, height=4, taps=ctx.info.constant_mem_bytes)
-    with pytest.raises(pyclperf.InvalidArgumentError, match="CL_DEVICE_MAX_WORK_GROUP_SIZE"):
-        ConstantMemory(ctx, width=64, height=4, local_size=ctx.info.max_work_group_size + 1)
+    # The work-group size is the core's launch check to refuse, point by point.
+    res = run_experiment(ConstantMemory(ctx, width=64, height=4, variants=["global"],
+                                        local_size=ctx.info.max_work_group_size + 1), **QUICK)
+    assert res.rows[0]["status"] == "invalid"
+    assert "exceeds the device's limit" in res.rows[0]["error"]
     with pytest.raises(pyclperf.InvalidArgumentError, match="width must be positive"):
         ConstantMemory(ctx, width=0)
 

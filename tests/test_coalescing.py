@@ -7,7 +7,8 @@ import pytest
 
 import pyclperf
 from pyclperf import cli
-from pyclperf.experiments.coalescing import OffsetCopy, StrideCopy
+from pyclperf.experiments.offset import OffsetCopy
+from pyclperf.experiments.stride import StrideCopy
 from pyclperf.experiments.base import run_experiment
 
 ITEMS = 4096
@@ -16,15 +17,15 @@ ITEMS = 4096
 @pytest.mark.parametrize("offset", [0, 1, 7, 16, 17, 31, 32])
 def test_offset_copy_verifies(ctx, offset):
     exp = OffsetCopy(ctx, items=ITEMS, local_size=64)
-    ok, detail = exp.verify({"offset": offset})
-    assert ok, detail
+    check = exp.verify({"offset": offset})
+    assert check.passed, check.detail
 
 
 @pytest.mark.parametrize("stride", [1, 2, 3, 16, 33, 64])
 def test_stride_copy_verifies(ctx, stride):
     exp = StrideCopy(ctx, items=ITEMS, local_size=64, values=[1, 64])
-    ok, detail = exp.verify({"stride": stride})
-    assert ok, detail
+    check = exp.verify({"stride": stride})
+    assert check.passed, check.detail
 
 
 BROKEN = """
@@ -48,8 +49,8 @@ def test_verification_catches_wrong_kernels(ctx):
     assert "differ" in res.rows[0]["error"]
     st = StrideCopy(ctx, items=ITEMS, local_size=64, values=[2])
     st.kernel = prog.kernel("stride_copy")
-    ok, detail = st.verify({"stride": 2})
-    assert not ok and "first at 0" in detail
+    check = st.verify({"stride": 2})
+    assert not check.passed and "first at 0" in check.detail
 
 
 def test_sweep_rows_and_statistics(ctx):
@@ -97,7 +98,7 @@ def test_results_save_and_load(ctx, tmp_path):
 
 def test_interrupted_sweep_keeps_finished_points(ctx, tmp_path, monkeypatch):
     exp = OffsetCopy(ctx, items=ITEMS, local_size=64, values=[0, 1, 2, 3])
-    real = exp.time
+    real = exp.launch
     calls = []
 
     def stop_on_third(point, *a, **k):
@@ -106,7 +107,7 @@ def test_interrupted_sweep_keeps_finished_points(ctx, tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real(point, *a, **k)
 
-    monkeypatch.setattr(exp, "time", stop_on_third)
+    monkeypatch.setattr(exp, "launch", stop_on_third)
     res = run_experiment(exp, repeats=2, out=tmp_path / "r.jsonl")
     assert res.meta["interrupted"] and [r["offset"] for r in res.rows] == [0, 1]
     assert [r["offset"] for r in pyclperf.Results.load(tmp_path / "r.jsonl").rows] == [0, 1]

@@ -36,10 +36,12 @@ def _device_env(ctx, monkeypatch):
 
 class CappedKernel:
     """A kernel that reports a smaller CL_KERNEL_WORK_GROUP_SIZE, as a register-hungry kernel
-    does on a GPU."""
+    does on a GPU. With ``refuse`` its launches over that size fail as a driver that enforces
+    it answers (CL_INVALID_WORK_GROUP_SIZE from the enqueue); without, they run (NVIDIA reports
+    256 for every kernel and runs 1024)."""
 
-    def __init__(self, kernel, cap):
-        self._kernel, self._cap = kernel, cap
+    def __init__(self, kernel, cap, refuse=True):
+        self._kernel, self._cap, self._refuse = kernel, cap, refuse
 
     def __getattr__(self, name):
         return getattr(self._kernel, name)
@@ -47,6 +49,19 @@ class CappedKernel:
     def set_args(self, *args):
         self._kernel.set_args(*args)
         return self
+
+    def _enqueue_check(self, local):
+        items = int(np.prod(local)) if local is not None else 0
+        if self._refuse and items > self._cap:
+            raise pyclperf.ClError("clEnqueueNDRangeKernel failed: CL_INVALID_WORK_GROUP_SIZE (-54)")
+
+    def run(self, global_size, local_size=None):
+        self._enqueue_check(local_size)
+        self._kernel.run(global_size, local_size)
+
+    def time(self, global_size, local_size=None, **kwargs):
+        self._enqueue_check(local_size)
+        return self._kernel.time(global_size, local_size, **kwargs)
 
     def limits(self):
         real = self._kernel.limits()
@@ -123,24 +138,36 @@ def test_a_wrong_matmul_is_caught(ctx):
     exp.matmul_kernel = ctx.program(WRONG_MATMUL).kernel("matmul")
     res = run_experiment(exp, **QUICK)
     assert res.rows[0]["status"] == "wrong result"
-    assert "beyond the tolerance" in res.rows[0]["error"]
+    assert "by more than the tolerance" in res.rows[0]["error"]
     assert "no size verified" in res.meta["conclusion"]
 
 
-def test_sizes_over_the_kernel_limit_are_skipped_not_failed(ctx):
+def test_sizes_over_the_kernel_limit_are_tried_and_recorded(ctx):
+    # The kernel's reported limit is recorded, not obeyed: a driver that refuses the launch
+    # makes the row "launch failed" with its OpenCL error ...
     exp = BlockSize(ctx, items=BS_ITEMS, sizes=[32, 64], n=BS_N, kernels=["copy"])
     exp.copy_kernel = CappedKernel(exp.copy_kernel, 32)
     res = run_experiment(exp, **QUICK)
-    assert [r["status"] for r in res.rows] == ["ok", "skipped"]
-    assert "at most 32 work-items" in res.rows[1]["error"]
+    assert [r["status"] for r in res.rows] == ["ok", "launch failed"]
+    assert "CL_INVALID_WORK_GROUP_SIZE" in res.rows[1]["error"]
+    assert [r["kernel_max_work_group_size"] for r in res.rows] == [32, 32]
+    assert [r["over_kernel_limit"] for r in res.rows] == [False, True]
     assert res.rows[1]["relative"] is None and "best work-group size 32" in res.meta["conclusion"]
+    # ... and one that runs it (as NVIDIA does past its reported 256) gives a verified row.
+    exp = BlockSize(ctx, items=BS_ITEMS, sizes=[32, 64], n=BS_N, kernels=["copy"])
+    exp.copy_kernel = CappedKernel(exp.copy_kernel, 32, refuse=False)
+    res = run_experiment(exp, **QUICK)
+    assert [r["status"] for r in res.rows] == ["ok", "ok"]
+    assert res.rows[1]["over_kernel_limit"] and res.rows[1]["kernel_max_work_group_size"] == 32
 
 
 def test_blocksize_invalid_parameters(ctx):
     top = ctx.info.max_work_group_size
-    with pytest.raises(pyclperf.InvalidArgumentError, match="exceed the device's limit"):
-        BlockSize(ctx, items=BS_ITEMS, sizes=[top * 2], n=BS_N)
-    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown kernel"):
+    # A size over the device's limit is the core's launch check to refuse, point by point.
+    res = run_experiment(BlockSize(ctx, items=top * 2, sizes=[top * 2], n=BS_N), **QUICK)
+    assert [r["status"] for r in res.rows] == ["invalid", "invalid"]
+    assert all("exceeds the device's limit" in r["error"] for r in res.rows)
+    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or no kernels"):
         BlockSize(ctx, items=BS_ITEMS, sizes=[32], kernels=["gemv"])
     with pytest.raises(pyclperf.InvalidArgumentError, match="fewer than the largest"):
         BlockSize(ctx, items=16, sizes=[32], n=BS_N)
@@ -315,7 +342,8 @@ def test_a_size_only_the_reqd_build_can_run(ctx):
     real = exp.program
     exp.program = lambda b, s: CappedProgram(real(b, s), 64) if b == "none" else real(b, s)
     res = run_experiment(exp, **QUICK)
-    assert [r["status"] for r in res.rows] == ["ok", "ok", "skipped", "ok"]
+    assert [r["status"] for r in res.rows] == ["ok", "ok", "launch failed", "ok"]
+    assert res.rows[2]["kernel_max_work_group_size"] == 64 and res.rows[2]["over_kernel_limit"]
     assert "only the reqd build ran at [128]" in res.meta["conclusion"]
     assert "at most 64 work-items" in res.meta["conclusion"]
 

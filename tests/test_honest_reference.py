@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fake_cupy import FakeCupy, cupyx_module
 
-from pyclperf.experiments import matmul
+from pyclperf.experiments import tiling, vector
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "honest_reference.py"
 FIGURES = 10  # 2 transfers, enqueueCopyBuffer, best copy x3, offset 0, read, fill, tiling
@@ -54,7 +54,8 @@ def test_with_a_cuda_reference_every_figure_has_a_ratio(script, ctx, tmp_path, c
     fake = FakeCupy()
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setitem(sys.modules, "cupyx", cupyx_module())
-    monkeypatch.setattr(matmul, "_is_nvidia", lambda info: True)  # tiling's cuBLAS line too
+    monkeypatch.setattr(vector, "is_nvidia", lambda info: True)
+    monkeypatch.setattr(tiling, "is_nvidia", lambda info: True)  # tiling's cuBLAS line too
     code, record, out = _run(script, ctx, tmp_path, capsys)
     assert code == 0, out
     for row in record["figures"]:

@@ -9,9 +9,10 @@ import pytest
 import pyclperf
 from pyclperf import cli
 from pyclperf.experiments.base import run_experiment
-from pyclperf.experiments.instructions import (
-    INT_VARIANTS, BuildOptions, IntOps, MathFunctions, ulp32, ulp_error,
-)
+from pyclperf.checks import ulp32, ulp_error
+from pyclperf.experiments.buildopts import BuildOptions
+from pyclperf.experiments.intops import INT_VARIANTS, IntOps
+from pyclperf.experiments.math import MathFunctions
 from pyclperf.sources import kernel_source
 
 ITEMS = 1024
@@ -114,9 +115,9 @@ def test_math_catches_inaccurate_and_incomplete_kernels(ctx):
 
 
 def test_math_rejects_bad_parameters(ctx):
-    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or missing"):
+    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or no"):
         MathFunctions(ctx, items=ITEMS, local_size=LOCAL, functions=["tan"])
-    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or missing"):
+    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or no"):
         MathFunctions(ctx, items=ITEMS, local_size=LOCAL, impls=["fast"])
     with pytest.raises(pyclperf.InvalidArgumentError, match="iters"):
         MathFunctions(ctx, items=ITEMS, local_size=LOCAL, iters=0)
@@ -177,7 +178,7 @@ def test_double_literal_is_skipped_without_fp64(ctx):
 
 
 def test_int_reference_matches_c_semantics():
-    from pyclperf.experiments.instructions import int_reference
+    from pyclperf.experiments.intops import int_reference
 
     # One step from seed 0 gives x = LCG_C = 1013904223 (positive as int32).
     seeds = np.array([0], dtype=np.uint32)
@@ -195,7 +196,7 @@ def test_int_reference_matches_c_semantics():
 def test_intops_rejects_bad_parameters(ctx):
     with pytest.raises(pyclperf.InvalidArgumentError, match="power of two"):
         IntOps(ctx, items=ITEMS, local_size=LOCAL, divisor=12)
-    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or missing variant"):
+    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or no variants"):
         IntOps(ctx, items=ITEMS, local_size=LOCAL, variants=["u64 / d"])
 
 
@@ -251,7 +252,7 @@ def test_buildopts_catches_imprecise_and_grossly_wrong_builds(ctx):
 
 
 def test_buildopts_rejects_bad_parameters(ctx):
-    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or missing kernel"):
+    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or no kernels"):
         BuildOptions(ctx, items=ITEMS, local_size=LOCAL, kernels=["fft"])
     with pytest.raises(pyclperf.InvalidArgumentError, match="no build options"):
         BuildOptions(ctx, items=ITEMS, local_size=LOCAL, options=[])

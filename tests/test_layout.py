@@ -10,7 +10,7 @@ import pytest
 import pyclperf
 from pyclperf import cli
 from pyclperf.experiments.base import run_experiment
-from pyclperf.experiments.layout import LAYOUTS, StructLayout, step_reference
+from pyclperf.experiments.aos import LAYOUTS, StructLayout, step_reference
 
 QUICK = {"warmup": 1, "repeats": 2}
 N = 4096
@@ -71,7 +71,7 @@ def test_a_wrong_update_fails(ctx):
 def test_bad_particle_counts_are_refused(ctx):
     with pytest.raises(pyclperf.InvalidArgumentError, match="multiple of 32"):
         StructLayout(ctx, particles=1000)
-    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown variant"):
+    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or no layouts"):
         StructLayout(ctx, particles=N, layouts=["AoSoSoA"])
 
 

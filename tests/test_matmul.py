@@ -11,9 +11,12 @@ import pytest
 
 import pyclperf
 from pyclperf import cli
-from pyclperf.experiments import matmul
+from pyclperf.checks import check_product, product_tolerance
+from pyclperf.experiments import tiling as tiling_module
+from pyclperf.experiments.aat import AAT
 from pyclperf.experiments.base import run_experiment
-from pyclperf.experiments.matmul import AAT, MatMul, Tiling, check_product, product_tolerance
+from pyclperf.experiments.matmul import MatMul
+from pyclperf.experiments.tiling import Tiling
 
 SIZE = 64
 QUICK = {"warmup": 1, "repeats": 2}
@@ -126,21 +129,21 @@ def test_a_wrong_product_is_caught(ctx):
 def test_invalid_parameters(ctx):
     with pytest.raises(pyclperf.InvalidArgumentError, match="multiple of 16"):
         MatMul(ctx, size=SIZE + 8)
-    with pytest.raises(pyclperf.InvalidArgumentError, match="work-group"):
-        MatMul(ctx, size=SIZE, tile=1 << 10)
+    with pytest.raises(pyclperf.InvalidArgumentError, match="local memory"):
+        MatMul(ctx, size=SIZE, tile=1 << 10)  # (its 2^20-item work-groups: the launch check's)
     with pytest.raises(pyclperf.InvalidArgumentError, match="multiple of 32"):
         Tiling(ctx, size=48)  # two outputs per work-item need 2 tiles
-    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown variant"):
+    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or no variants"):
         AAT(ctx, size=SIZE, variants=["fast"])
     with pytest.raises(pyclperf.InvalidArgumentError, match="takes no values"):
         pyclperf.run("matmul", ctx, size=SIZE, values=[1])
 
 
 def test_no_reference_gemm_is_said_plainly(ctx, monkeypatch):
-    monkeypatch.setattr(matmul, "_import_cupy", lambda: None)  # as on a machine without CuPy
+    monkeypatch.setattr(tiling_module, "_import_cupy", lambda: None)  # as on a machine without CuPy
     res = pyclperf.run("tiling", ctx, size=SIZE, variants=["tiled"], **QUICK)
     assert "no reference GEMM" in res.meta["reference"]
-    assert matmul.REFERENCE not in list(res.df["variant"])
+    assert tiling_module.REFERENCE not in list(res.df["variant"])
     assert "no reference GEMM" in res.meta["conclusion"]
 
 
@@ -169,11 +172,11 @@ def _fake_cupy(wrong=False):
 
 @pytest.mark.parametrize("wrong", [False, True])
 def test_cupy_reference_row(ctx, monkeypatch, wrong):
-    monkeypatch.setattr(matmul, "_import_cupy", lambda: _fake_cupy(wrong))
-    monkeypatch.setattr(matmul, "_is_nvidia", lambda info: True)
+    monkeypatch.setattr(tiling_module, "_import_cupy", lambda: _fake_cupy(wrong))
+    monkeypatch.setattr(tiling_module, "is_nvidia", lambda info: True)
     res = run_experiment(Tiling(ctx, size=SIZE, variants=["tiled"]), **QUICK)
     ref = res.rows[-1]
-    assert ref["variant"] == matmul.REFERENCE
+    assert ref["variant"] == tiling_module.REFERENCE
     assert "CUDA events around" in ref["method"] and "back-to-back launches" in ref["method"]
     # Batches of many launches divided by their count: the fake's half millisecond, in ns.
     assert ref["median_ns"] == pytest.approx(0.5e6)
@@ -181,11 +184,11 @@ def test_cupy_reference_row(ctx, monkeypatch, wrong):
     if wrong:
         assert ref["status"] == "wrong result"
     else:
-        assert ref["status"] == "ok" and res.meta["reference"] == matmul.REFERENCE
+        assert ref["status"] == "ok" and res.meta["reference"] == tiling_module.REFERENCE
         assert "% of it; timed by CUDA events around" in res.meta["conclusion"]
         assert res.meta["fraction_of_reference"] == pytest.approx(
             res.rows[0]["gflops"] / ref["gflops"])
-        assert res.meta["guide_comparison"][-1]["variant"] == matmul.REFERENCE
+        assert res.meta["guide_comparison"][-1]["variant"] == tiling_module.REFERENCE
 
 
 def test_cli_runs_matmul_and_plots(ctx, tmp_path, capsys, monkeypatch):

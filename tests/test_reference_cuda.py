@@ -175,9 +175,11 @@ def test_every_reference_verifies_and_is_timed_per_launch(fake_cupyx):
         assert result["median_ns"] == pytest.approx(LAUNCH_MS * 1e6), name
         assert result["launches_per_batch"] >= 2 and result["batches"] == 3
         assert "CUDA events around" in result["how"] and result["verified"]
-    # The kernels were tried in every launch shape, and the best one kept.
+    # The kernels were tried in every launch shape (blocks per SM, and the whole grid of one
+    # float4 per thread for each block size), and the best one kept.
     shapes = ref.copy_kernel(64 * KiB).config["shapes_ns"]
-    assert len(shapes) == len(rc.BLOCKS) * len(rc.GRIDS_PER_SM)
+    assert len(shapes) == len(rc.BLOCKS) * (len(rc.GRIDS_PER_SM) + 1)
+    assert {f"{b}x whole grid" for b in rc.BLOCKS} <= set(shapes)
 
 
 @pytest.mark.parametrize("broken, name", [

@@ -14,7 +14,7 @@ import pyclperf
 from pyclperf import cli
 from pyclperf.checks import landed, poison, random_bytes
 from pyclperf.experiments.transfer import Transfer, plateau, sizes_up_to
-from pyclperf.experiments.transfer_rig import ALL_MODES, GUARD_BYTES, Mode, TransferRig
+from pyclperf.experiments._transfer import ALL_MODES, GUARD_BYTES, Mode, TransferRig
 from pyclperf.peak import dram_bandwidth, pcie_bandwidth, theoretical
 
 KiB = 1024
@@ -362,6 +362,8 @@ def test_an_experiment_refuses_knobs_it_lacks(ctx):
         pyclperf.run("peak", ctx, size=5)
     with pytest.raises(pyclperf.InvalidArgumentError, match="'vector' takes no values"):
         pyclperf.run("vector", ctx, values=[1])
+    with pytest.raises(pyclperf.InvalidArgumentError, match="'transfer' takes no local_size"):
+        pyclperf.run("transfer", ctx, local_size=64)
 
 
 # --- CLI and plots ---------------------------------------------------------------------------
@@ -369,7 +371,9 @@ def test_an_experiment_refuses_knobs_it_lacks(ctx):
 @pytest.mark.parametrize("name, size", [("transfer", "16384"), ("batching", "65536"), ("timers", "4096")])
 def test_cli_runs_and_plots(ctx, tmp_path, capsys, monkeypatch, name, size):
     monkeypatch.setenv("PYCLPERF_DEVICE", f"{ctx.info.platform_index}:{ctx.info.device_index}")
-    code = cli.main(["run", name, "--size", size, "--local-size", "64", "--warmup", "1",
+    # Only timers launches kernels; transfer and batching refuse a work-group size.
+    local = ["--local-size", "64"] if name == "timers" else []
+    code = cli.main(["run", name, "--size", size, *local, "--warmup", "1",
                      "--repeats", "2", "--pcie-gbps", "10", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0, out

@@ -79,13 +79,14 @@ def test_a_plain_copy_does_not_pass_as_a_reversal(ctx):
 def test_reversals_match_numpy_flip(ctx):
     exp = VectorWidth(ctx, nbytes=NBYTES, local_size=LOCAL, variants=[v.name for v in REVERSALS])
     for v in REVERSALS:
-        assert exp._verify(exp.kernel(v), v, NBYTES // v.item_bytes) == (True, "")
+        check = exp.verify(v.fields())
+        assert (check.passed, check.detail) == (True, "")
 
 
 def test_invalid_configurations(ctx):
     with pytest.raises(pyclperf.InvalidArgumentError, match="multiple of"):
         VectorWidth(ctx, nbytes=NBYTES + 1, local_size=LOCAL)
-    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown variant"):
+    with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or no variants"):
         VectorWidth(ctx, nbytes=NBYTES, local_size=LOCAL, variants=["double3 x7"])
     assert len(COPIES) == 15 and {v.per_item for v in COPIES} == {1, 2, 4}
 
@@ -126,10 +127,10 @@ def test_conclusion_compares_with_the_cuda_reference_where_it_exists(ctx, monkey
 
     from fake_cupy import LAUNCH_MS, FakeCupy
 
-    from pyclperf.experiments import matmul
+    from pyclperf.experiments import vector
 
     monkeypatch.setitem(sys.modules, "cupy", FakeCupy())
-    monkeypatch.setattr(matmul, "_is_nvidia", lambda info: True)
+    monkeypatch.setattr(vector, "is_nvidia", lambda info: True)
     res = pyclperf.run("vector", ctx, size=NBYTES, local_size=LOCAL, variants=["float4 x1"], **QUICK)
     ref = res.meta["cuda_reference"]
     # The fake's device clock: LAUNCH_MS per copy of 2 x NBYTES, whatever the batch size.

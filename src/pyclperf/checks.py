@@ -51,22 +51,93 @@ def compare(got: np.ndarray, want: np.ndarray, what: str = "bytes") -> tuple[boo
                    f"got {got.reshape(-1)[first]!r}, want {want.reshape(-1)[first]!r}")
 
 
-def compare_close(got: np.ndarray, want: np.ndarray, tolerance: Any,
-                  what: str = "values") -> tuple[bool, str]:
-    """Like compare, for floats: each |got - want| must be within ``tolerance`` (absolute; a
-    scalar or one per element). NaN never passes, so a poisoned element left unwritten fails."""
+def outside(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, rtol: Any = 0.0) -> np.ndarray:
+    """The mask of elements with |got - want| > atol + rtol |want|; NaN is always outside."""
+    want64 = np.asarray(want, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # the poison is a signalling NaN
+        err = np.abs(np.asarray(got, dtype=np.float64) - want64)
+        return ~(err <= np.asarray(atol, dtype=np.float64) + np.asarray(rtol, dtype=np.float64)
+                 * np.abs(want64))
+
+
+def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str = "values", *,
+                  rtol: Any = 0.0) -> tuple[bool, str]:
+    """Like compare, for floats: each |got - want| must be within ``atol + rtol * |want|``
+    (either a scalar or one per element). NaN never passes, so a poisoned element left unwritten
+    fails. The detail says how many elements differ, the first of them and its tolerance."""
+    got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape:
         return False, f"{what}: shape {got.shape} differs from the expected {want.shape}"
-    err = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    bad = ~(err <= np.broadcast_to(np.asarray(tolerance, dtype=np.float64), err.shape))
+    want64 = want.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(got.astype(np.float64) - want64)
+        tol = np.broadcast_to(np.asarray(atol, dtype=np.float64) + np.asarray(rtol, dtype=np.float64)
+                              * np.abs(want64), err.shape)
+        bad = ~(err <= tol)  # NaN compares False: counted as wrong
     if not bad.any():
         return True, ""
     wrong = np.flatnonzero(bad.reshape(-1))
     first = int(wrong[0])
-    tol = np.broadcast_to(np.asarray(tolerance, dtype=np.float64), err.shape).reshape(-1)[first]
-    return False, (f"{wrong.size} of {got.size} {what} differ beyond the tolerance; first at "
+    return False, (f"{wrong.size} of {got.size} {what} differ by more than the tolerance; first at "
                    f"{first}: got {got.reshape(-1)[first]!r}, want {want.reshape(-1)[first]!r} "
-                   f"(tolerance {tol:.3g})")
+                   f"(tolerance {tol.reshape(-1)[first]:.3g})")
+
+
+def max_abs_error(got: np.ndarray, want: np.ndarray) -> float:
+    """The largest |got - want| among finite differences (NaN where none is finite)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(want, dtype=np.float64))
+    return float(np.nanmax(err)) if np.isfinite(err).any() else float("nan")
+
+
+FLT_MIN = 2.0**-126  # smallest normal float
+FLOAT32_U = 2.0**-24  # unit roundoff of float32: a correctly rounded operation errs by at most this
+
+
+def gamma(chain: int) -> float:
+    """Higham's gamma_k for float32: the relative error bound of a chain of k roundings."""
+    ku = chain * FLOAT32_U
+    if ku >= 1:
+        from . import _core
+
+        raise _core.InvalidArgumentError(f"{chain} chained float32 roundings bound nothing")
+    return ku / (1 - ku)
+
+
+def ulp32(ref: np.ndarray) -> np.ndarray:
+    """ULP of float32 at each real value ``ref`` (float64): the gap between the two floats that
+    enclose |ref| (the OpenCL C definition), 2^-149 below the normal range."""
+    a = np.abs(np.asarray(ref, dtype=np.float64))
+    _, e = np.frexp(a)  # a = m * 2**e with 0.5 <= m < 1, so the gap is 2**(e - 24)
+    return np.where(a < FLT_MIN, 2.0**-149, np.ldexp(1.0, e - 24))
+
+
+def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """|got - ref| in ULPs of ``ref``; infinite where ``got`` is not finite. A result flushed to
+    zero where the exact one is below the normal range counts as exact (OpenCL allows it)."""
+    g = np.asarray(got, dtype=np.float64)
+    err = np.abs(g - ref) / ulp32(ref)
+    err[(np.abs(ref) < FLT_MIN) & (np.abs(g) < FLT_MIN)] = 0.0
+    err[~np.isfinite(g)] = np.inf
+    return err
+
+
+def compare_ulp(got: np.ndarray, ref: np.ndarray, max_ulp: float,
+                what: str = "values") -> tuple[bool, str]:
+    """Each float32 result within ``max_ulp`` ULPs of the float64 reference; a non-finite result
+    never passes. The detail says how many differ and the first."""
+    got = np.asarray(got)
+    if got.shape != np.shape(ref):
+        return False, f"{what}: shape {got.shape} differs from the expected {np.shape(ref)}"
+    ulps = ulp_error(got, np.asarray(ref, dtype=np.float64))
+    bad = ~(ulps <= max_ulp)
+    if not bad.any():
+        return True, ""
+    wrong = np.flatnonzero(bad.reshape(-1))
+    first = int(wrong[0])
+    return False, (f"{wrong.size} of {got.size} {what} differ by more than {max_ulp:g} ulp; first "
+                   f"at {first}: got {got.reshape(-1)[first]!r}, want "
+                   f"{np.asarray(ref).reshape(-1)[first]!r} ({ulps.reshape(-1)[first]:.3g} ulp)")
 
 
 def landed(out: np.ndarray, data: np.ndarray) -> tuple[bool, str]:
@@ -81,3 +152,115 @@ def landed(out: np.ndarray, data: np.ndarray) -> tuple[bool, str]:
         return False, detail
     ok, detail = compare(out[n:], poison_pattern(out.size - n, phase=n), "guard bytes after the end")
     return ok, detail
+
+
+def product_tolerance(k: int, magnitude: np.ndarray) -> np.ndarray:
+    """How far a float32 dot product of length ``k`` may lie from the exact one.
+
+    A float32 dot product of length k, summed in any order, with or without fused multiply-add,
+    differs from the exact value by at most gamma_k * sum |a_i b_i| with
+    gamma_k = k u / (1 - k u) and u = 2^-24 (Higham, Accuracy and Stability of Numerical
+    Algorithms, 3.1). ``magnitude`` is |A| |B| (the sums of |a_i b_i|); the reference itself is
+    float64, whose error is ~1e-16 relative and ignored. k tiny normals are added for a device
+    that flushes subnormal products to zero.
+    """
+    u = 2.0 ** -24
+    gamma = k * u / (1 - k * u)
+    return gamma * magnitude + k * float(np.finfo(np.float32).tiny)
+
+
+def check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  what: str = "elements of C") -> tuple[bool, str]:
+    """Whether ``got`` (float32, shape (rows, cols)) is A B within product_tolerance.
+
+    Computed in blocks of rows so that a 1 GiB result needs no more than a few hundred MiB of
+    float64 temporaries. NaN (the poison) never passes.
+    """
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if got.shape != (a.shape[0], b.shape[1]):
+        return False, f"{what}: shape {got.shape}, expected {(a.shape[0], b.shape[1])}"
+    k = a.shape[1]
+    rows = max(1, (1 << 24) // max(1, b.shape[1]))
+    wrong, first = 0, ""
+    for r0 in range(0, a.shape[0], rows):
+        block = slice(r0, r0 + rows)
+        want = a64[block] @ b64
+        tol = product_tolerance(k, np.abs(a64[block]) @ np.abs(b64))
+        bad = outside(got[block], want, tol)
+        if bad.any():
+            if not first:
+                r, c = np.argwhere(bad)[0]
+                first = (f"first at row {r0 + r}, column {c}: got {got[r0 + r, c]!r}, "
+                         f"want {want[r, c]!r} +- {tol[r, c]:.3g}")
+            wrong += int(bad.sum())
+    if wrong:
+        return False, f"{wrong} of {got.size} {what} outside the float32 rounding bound; {first}"
+    return True, ""
+
+
+# --- verification at device speed ---------------------------------------------------------------
+# kernels/verify.cl generates the input on the device and compares the output there; the host
+# reads back a few words. The NumPy twin of its generator (random_words) is what the tests hold
+# the device to. Experiments use it for large buffers and keep the host compare, the reference,
+# for small ones.
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+FIRST_MISMATCHES = 8  # indices the device compare reports besides the count and the lowest
+
+
+def random_words(seed: int, n: int, offset: int = 0) -> np.ndarray:
+    """kernels/verify.cl's random_word(seed, i) for i = offset .. offset + n - 1, as uint32: the
+    splitmix64 finaliser of seed + (i + 1) * 0x9E3779B97F4A7C15, high 32 bits (arithmetic
+    modulo 2^64, as uint64 arrays wrap)."""
+    i = np.arange(offset, offset + n, dtype=np.uint64)
+    z = (i + np.uint64(1)) * _GOLDEN + np.uint64(seed)
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    z ^= z >> np.uint64(31)
+    return (z >> np.uint64(32)).astype(np.uint32)
+
+
+class DeviceCheck:
+    """The generator and the compare of kernels/verify.cl, for one context."""
+
+    def __init__(self, ctx: Any) -> None:
+        program = ctx.program(file="verify.cl", defines={"FIRST": FIRST_MISMATCHES})
+        self._fill = program.kernel("fill_random")
+        self._compare = program.kernel("compare_copy")
+        self._result = ctx.buffer(4 * (2 + FIRST_MISMATCHES))
+
+    @staticmethod
+    def _groups(n: int) -> int:
+        return -(-n // 256) * 256
+
+    def fill(self, buffer: Any, n: int, seed: int) -> None:
+        """The first ``n`` uint32 words of ``buffer`` := random_words(seed, n)."""
+        self._fill.set_args(buffer, np.uint64(seed), np.uint32(n))
+        self._fill.run(self._groups(n), 256)
+
+    def compare_copy(self, buffer: Any, n: int, seed: int, written: slice,
+                     what: str = "checked elements") -> tuple[bool, str]:
+        """Whether ``buffer``'s first ``n`` words hold random_words(seed) at the indices
+        ``written`` selects and the poison everywhere else; like compare, the detail says how
+        many differ and the first (with what it held and should have)."""
+        start, stop, step = written.indices(n)
+        init = np.zeros(2 + FIRST_MISMATCHES, np.uint32)
+        init[1] = np.uint32(0xFFFFFFFF)
+        self._result.write(init)
+        self._compare.set_args(buffer, np.uint64(seed), np.uint32(n), np.uint32(start),
+                               np.uint32(max(stop, start)), np.uint32(step), POISON_U32, self._result)
+        self._compare.run(self._groups(n), 256)
+        result = np.empty_like(init)
+        self._result.read(result)
+        count, first = int(result[0]), int(result[1])
+        if count == 0:
+            return True, ""
+        got = np.empty(1, np.uint32)
+        buffer.read(got, offset=4 * first)
+        touched = start <= first < stop and (first - start) % step == 0
+        want = random_words(seed, 1, first)[0] if touched else POISON_U32
+        others = sorted(int(v) for v in result[2:2 + min(count, FIRST_MISMATCHES)])
+        return False, (f"{count} of {n} {what} differ (device-side compare); first at {first}: "
+                       f"got {got[0]!r}, want {want!r}; found at {others}")

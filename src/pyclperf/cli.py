@@ -63,6 +63,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     import pyclperf
     from pyclperf.experiments import get, run
     from pyclperf.sweep import timing_label
+    from pyclperf.results import NOT_FAILED, OK
+    from pyclperf.stats import NOISY_SPREAD_PCT
 
     ctx = pyclperf.Context(args.device)
     out_dir = Path(args.out)
@@ -77,12 +79,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     x = results.meta["x"]
     table = get(args.experiment).summary(results)
     if table is None and "gbps" in df:
-        table = df[[c for c in (x, "status", "median_ns", "spread_pct", "gbps") if c in df]]
+        table = df[[c for c in (x, "status", "median_ns", "spread_pct", "noisy", "gbps") if c in df]]
+    if table is not None and "noisy" in df and "noisy" not in table and len(table) == len(df):
+        table = table.assign(noisy=df["noisy"].to_numpy())
     if table is not None:
         print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    if "noisy" in df and df["noisy"].fillna(False).astype(bool).any():
+        print(f"{int(df['noisy'].fillna(False).astype(bool).sum())} point(s) noisy: the spread of "
+              f"their times exceeds {NOISY_SPREAD_PCT:.0f}% (column spread_pct); read them with care")
     if results.meta.get("conclusion"):
         print(results.meta["conclusion"])
-    if not args.no_plot and "status" in df and (df["status"] == "ok").any():
+    if not args.no_plot and "status" in df and (df["status"] == OK).any():
         png = pyclperf.save_plot(results, out_dir / f"{args.experiment}.png")
         if png is not None:
             paths["png"] = Path(png)
@@ -93,7 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("interrupted: the finished points are saved", file=sys.stderr)
         return 130
     # A skipped point (a ceiling nobody can know here) is reported, not failed.
-    failed = int((~df["status"].isin(["ok", "skipped"])).sum()) if "status" in df else len(df)
+    failed = int((~df["status"].isin(NOT_FAILED)).sum()) if "status" in df else len(df)
     if failed:
         print(f"{failed} point(s) did not pass: see the 'status' and 'error' columns", file=sys.stderr)
         return 1
@@ -155,22 +162,27 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from pyclperf.experiments import names
+    from pyclperf.experiments import DEFAULT_LOCAL_SIZE, catalogue, names
 
     p = argparse.ArgumentParser(prog="pyclperf", description="GPU memory-performance experiments over OpenCL")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("devices", help="list OpenCL devices")
     d.add_argument("--details", action="store_true", help="every property that matters here")
     d.set_defaults(func=cmd_devices)
-    r = sub.add_parser("run", help="run an experiment, verify it, save CSV/JSONL and a plot")
-    r.add_argument("experiment", choices=names())
+    listing = "\n".join(f"  {cls.id:<13} {cls.description}" for cls in catalogue())
+    r = sub.add_parser("run", help="run an experiment, verify it, save CSV/JSONL and a plot",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="experiments:\n" + listing)
+    r.add_argument("experiment", choices=names(), metavar="EXPERIMENT",
+                   help="one of the experiments listed below")
     r.add_argument("--device", default=None,
                    help="index, 'platform:device', 'gpu'/'cpu' or a name substring "
                         "(default: $PYCLPERF_DEVICE, else first GPU, else CPU)")
     r.add_argument("--size", type=int, default=None,
                    help="problem size: work-items for kernel sweeps, bytes for transfer (largest), "
                         "batching (total) and vector (per buffer) (default: by device kind)")
-    r.add_argument("--local-size", type=int, default=256, help="work-group size (default 256)")
+    r.add_argument("--local-size", type=int, default=None,
+                   help=f"work-group size, for the experiments that take one (default {DEFAULT_LOCAL_SIZE})")
     r.add_argument("--warmup", type=int, default=3)
     r.add_argument("--repeats", type=int, default=20)
     r.add_argument("--method", choices=("events", "host"), default="events",

@@ -9,26 +9,28 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .results import Results
+from .results import OK, Results
+from .stats import NOISY_SPREAD_PCT
 from .sweep import timing_label
 
 
 def plot_bandwidth(results: Results, ax: Any = None, label: str | None = None) -> Any:
     """Effective bandwidth (median, with the min-max time band) against ``meta['x']``.
 
-    Points that failed verification are drawn as red crosses: their speed means nothing.
-    Returns the matplotlib Figure.
+    Points that failed verification are drawn as red crosses: their speed means nothing; noisy
+    points (spread over stats.NOISY_SPREAD_PCT) get an orange ring. Returns the matplotlib Figure.
     """
     df = _rows_with(results, "gbps")
     x = results.meta["x"]
     fig, ax = _axes(ax)
-    ok = df[df["status"] == "ok"]
-    bad = df[df["status"] != "ok"]
+    ok = df[df["status"] == OK]
+    bad = df[df["status"] != OK]
     name = results.meta.get("device", {}).get("name", "device")
     lo = ok["bytes"] / ok["max_ns"]
     hi = ok["bytes"] / ok["min_ns"]
     line = ax.plot(ok[x], ok["gbps"], marker="o", ms=4, label=label or name)[0]
     ax.fill_between(ok[x], lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+    _mark_noisy(ax, ok, x, "gbps")
     if not bad.empty and "gbps" in bad:
         ax.plot(bad[x], np.nan_to_num(bad["gbps"]), "x", color="red", label="failed verification")
     ax.set_xlabel(results.meta.get("x_label") or x)
@@ -38,6 +40,20 @@ def plot_bandwidth(results: Results, ax: Any = None, label: str | None = None) -
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return fig
+
+
+def _mark_noisy(ax: Any, rows: Any, x: str, y: str) -> None:
+    """Ring the points whose spread exceeds the noise threshold (the rows' ``noisy`` flag): their
+    median is drawn, but says less than the others'."""
+    if "noisy" not in rows or rows.empty:
+        return
+    noisy = rows[rows["noisy"].fillna(False).astype(bool)]
+    if noisy.empty:
+        return
+    label = f"noisy (spread > {NOISY_SPREAD_PCT:.0f}%)"
+    if label in ax.get_legend_handles_labels()[1]:
+        label = "_nolegend_"
+    ax.plot(noisy[x], noisy[y], "D", ms=9, mfc="none", color="tab:orange", label=label)
 
 
 def _axes(ax: Any, figsize: tuple[float, float] = (7, 4)) -> tuple[Any, Any]:
@@ -69,11 +85,12 @@ def plot_modes(results: Results, group: str = "mode", ax: Any = None, logx: bool
     df = _rows_with(results, group, "gbps")
     x = results.meta["x"]
     fig, ax = _axes(ax)
-    ok = df[df["status"] == "ok"]
+    ok = df[df["status"] == OK]
     for name, rows in ok.groupby(group, sort=False):
         rows = rows.sort_values(x)
         ax.plot(rows[x], rows["gbps"], marker="o", ms=3, label=str(name))
-    bad = df[df["status"] != "ok"]
+        _mark_noisy(ax, rows, x, "gbps")
+    bad = df[df["status"] != OK]
     if not bad.empty:
         ax.plot(bad[x], np.nan_to_num(bad["gbps"], nan=0.0), "x", color="red", label="failed")
     top = ok["gbps"].max() if not ok.empty else np.nan
@@ -95,9 +112,10 @@ def plot_columns(results: Results, columns: dict[str, str], ylabel: str, ax: Any
     df = _rows_with(results, *columns)
     x = results.meta["x"]
     fig, ax = _axes(ax)
-    ok = df[df["status"] == "ok"].sort_values(x)
+    ok = df[df["status"] == OK].sort_values(x)
     for column, label in columns.items():
         ax.plot(ok[x], ok[column], marker="o", ms=3, label=label)
+    _mark_noisy(ax, ok, x, next(iter(columns)))
     _finish(ax, results, ylabel, logx, logy)
     return fig
 
@@ -132,8 +150,13 @@ def plot_bars(results: Results, label: str = "variant", ax: Any = None, value: s
     if df.empty or label not in df or value not in df:
         raise ValueError(f"results have no {value!r} rows to plot")
     fig, ax = _axes(ax, figsize=(7, 0.3 * len(df) + 1.5))
-    colors = ["tab:blue" if s == "ok" else "tab:red" for s in df["status"]]
-    ax.barh(df[label].astype(str), np.nan_to_num(df[value].astype(float), nan=0.0), color=colors)
+    colors = ["tab:blue" if s == OK else "tab:red" for s in df["status"]]
+    bars = ax.barh(df[label].astype(str), np.nan_to_num(df[value].astype(float), nan=0.0), color=colors)
+    if "noisy" in df:  # hatched: the spread of its times exceeds the noise threshold
+        for bar, noisy in zip(bars, df["noisy"].fillna(False).astype(bool)):
+            if noisy:
+                bar.set_hatch("///")
+                bar.set_edgecolor("tab:orange")
     ax.invert_yaxis()
     ax.set_xlabel(xlabel)
     _title(ax, results)
@@ -159,18 +182,19 @@ def plot_lines(results: Results, y: str, ylabel: str, group: str | None = None,
     placed = df[df[x].notna()]
     if logx:
         placed = placed[placed[x] > 0]
-    ok = placed[(placed["status"] == "ok") & placed[y].notna()]
+    ok = placed[(placed["status"] == OK) & placed[y].notna()]
     for name, rows in (ok.groupby(group, sort=False) if group else [(None, ok)]):
         rows = rows.sort_values(x)
         label = (label_format.format(name) if group
                  else results.meta.get("device", {}).get("name", "device"))
         line = ax.plot(rows[x], rows[y], marker="o", ms=3, label=label)[0]
+        _mark_noisy(ax, rows, x, y)
         if mark and mark in rows:
             ringed = rows[rows[mark].astype(bool)]
             ax.plot(ringed[x], ringed[y], "o", ms=8, mfc="none", color=line.get_color(),
                     label=mark_label or mark)
             mark_label = "_nolegend_"  # one legend entry for all groups
-    bad = placed[placed["status"] != "ok"]
+    bad = placed[placed["status"] != OK]
     if not bad.empty and not logy:
         ax.plot(bad[x], np.zeros(len(bad)), "x", color="red", label="failed / not run")
     for label, value in (hlines or {}).items():
@@ -196,10 +220,11 @@ def plot_model(results: Results, group: str, value: str, model: str, ylabel: str
     df = _rows_with(results, group, value, model)
     x = results.meta["x"]
     fig, ax = _axes(ax)
-    ok = df[df["status"] == "ok"]
+    ok = df[df["status"] == OK]
     for name, rows in ok.groupby(group, sort=False):
         rows = rows.sort_values(x)
         line = ax.plot(rows[x], rows[value], marker="o", ms=3, label=f"{name}: measured")[0]
+        _mark_noisy(ax, rows, x, value)
         ax.plot(rows[x], rows[model], ls="--", lw=1, color=line.get_color(),
                 label=f"{name}: {model.replace('_', ' ')}")
     _finish(ax, results, ylabel or value, logx, logy)

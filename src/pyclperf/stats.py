@@ -38,3 +38,8 @@ def bandwidth_gbps(nbytes: float, time_ns: float) -> float:
     if time_ns <= 0:
         return float("nan")
     return float(nbytes) / time_ns  # bytes/ns == GB/s with 1e9 bytes per GB
+
+
+# A row whose spread (IQR / median) exceeds this many percent is flagged ``noisy``: its median
+# is shown, but no conclusion rests on it without saying so.
+NOISY_SPREAD_PCT = 10.0

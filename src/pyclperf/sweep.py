@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _core
 from ._icd import NOTE as ICD_NOTE
-from .results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, SKIPPED, WRONG, Results,
+from .results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, SKIPPED, TIMED, WRONG, Results,
                       ResultsWriter)
 from .stats import bandwidth_gbps, summarize
 
@@ -166,9 +166,12 @@ def host_clock_columns(host_ns: np.ndarray, nbytes: int, events_median_ns: float
 
 
 def verdict(verify: bool, passed: bool, detail: str) -> dict[str, Any]:
-    """The verification part of a row: whether it was verified, its status and what differed."""
+    """The verification part of a row: whether it was verified, its status (OK only when
+    verified; TIMED when verification was not asked for) and what differed."""
+    if not verify:
+        return {"verified": False, "status": TIMED, "error": ""}
     return {
-        "verified": bool(verify and passed),
+        "verified": bool(passed),
         "status": OK if passed else WRONG,
         "error": "" if passed else detail,
     }

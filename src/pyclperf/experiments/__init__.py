@@ -1,47 +1,40 @@
-"""The experiment catalogue: one class per id of EXPERIMENTS.md, run through one engine."""
+"""The experiment catalogue: one class per experiment id, found by discovery, run through one
+engine (base.py holds the contract)."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 from typing import Any
 
 from ..results import Results
-from .banks import Banks
-from .base import Experiment, Sweep, run_experiment
-from .batching import Batching
-from .blocksize import BlockSize
-from .caches import ConstantMemory, Texture
-from .coalescing import OffsetCopy, StrideCopy
-from .divergence import Divergence
-from .histogram import Histogram
-from .instructions import BuildOptions, IntOps, MathFunctions
-from .launchbounds import LaunchBounds
-from .layout import StructLayout
-from .matmul import AAT, MatMul, Tiling
-from .occupancy import Occupancy
-from .peak_bandwidth import PeakExperiment
-from .reduction import Reduction
-from .separable import Separable
-from .timers import Timers
-from .transfer import Transfer
-from .vector import VectorWidth
+from ._kit import DEFAULT_LOCAL_SIZE
+from .base import _REGISTRY, MIN_TIME_S, Check, Experiment, Launch, Sweep, run_experiment
 
-# In the order of EXPERIMENTS.md: timing, transfers, coalescing, local memory, read-only caches,
-# execution configuration, instructions, cooperative patterns.
-CATALOGUE: tuple[type[Sweep], ...] = (
-    Timers, PeakExperiment, Transfer, Batching,
-    OffsetCopy, StrideCopy, VectorWidth, StructLayout,
-    MatMul, AAT, Banks, Tiling,
-    ConstantMemory, Texture,
-    BlockSize, Occupancy, LaunchBounds,
-    MathFunctions, IntOps, BuildOptions, Divergence,
-    Histogram, Reduction, Separable,
-)
-REGISTRY: dict[str, type[Sweep]] = {cls.id: cls for cls in CATALOGUE}
+# Discovery: every module of this package is imported, and every class with an ``id`` registers
+# itself as it is defined (Sweep.__init_subclass__). Adding an experiment is one module here (plus
+# its kernels/<id>.cl and its test): no list to edit.
+for _module in pkgutil.iter_modules(__path__):
+    if not _module.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_module.name}")
+
+REGISTRY: dict[str, type[Sweep]] = _REGISTRY
 
 
 def names() -> list[str]:
     return sorted(REGISTRY)
+
+
+def catalogue() -> list[type[Sweep]]:
+    """Every registered experiment in catalogue order (each class's ``order``, then its id)."""
+    return sorted(REGISTRY.values(), key=lambda cls: (cls.order, cls.id))
+
+
+def catalogue_markdown() -> str:
+    """The README's experiment list: one line per experiment, from its own description
+    (``python -m pyclperf.experiments`` prints it)."""
+    return "\n".join(f"- `{cls.id}`: {cls.description}." for cls in catalogue())
 
 
 def get(name: str) -> type[Sweep]:
@@ -56,7 +49,7 @@ def run(
     ctx: Any = None,
     *,
     size: int | None = None,
-    local_size: int = 256,
+    local_size: int | None = None,
     values: list[int] | None = None,
     warmup: int = 3,
     repeats: int = 20,
@@ -64,6 +57,7 @@ def run(
     verify: bool = True,
     out: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
+    min_time_s: float | None = None,
     peak_gbps: float | None = None,
     memory_clock_mhz: float | None = None,
     bus_width_bits: int | None = None,
@@ -73,10 +67,13 @@ def run(
     """Run experiment ``name`` on ``ctx`` (default: pyclperf.Context()) and return its Results.
 
     ``size`` is the problem size (work-items for kernel sweeps, bytes for transfers: see each
-    experiment), ``values`` the swept parameter's values (default: the experiment's), ``out`` a
-    JSON-lines file written as points finish. ``peak_gbps``, ``memory_clock_mhz`` with
-    ``bus_width_bits``, and ``pcie_gbps`` override the theoretical ceilings NVML would give
-    (``fraction_of_peak``); ``options`` go to the experiment's constructor.
+    experiment), ``local_size`` the work-group size (default DEFAULT_LOCAL_SIZE where the
+    experiment takes one; refused where it does not), ``values`` the swept parameter's values
+    (default: the experiment's), ``out`` a JSON-lines file written as points finish,
+    ``min_time_s`` the least total time of a point's timed launches (adaptive timing; default
+    base.MIN_TIME_S). ``peak_gbps``, ``memory_clock_mhz`` with ``bus_width_bits``, and
+    ``pcie_gbps`` override the theoretical ceilings NVML would give (``fraction_of_peak``);
+    ``options`` go to the experiment's constructor.
     """
     from ..context import Context
     from ..peak import theoretical
@@ -87,7 +84,9 @@ def run(
                        bus_width_bits=bus_width_bits, pcie_gbps=pcie_gbps)
     experiment = cls.configure(ctx, size=size, local_size=local_size, values=values, **options)
     return run_experiment(experiment, warmup=warmup, repeats=repeats, method=method,
-                          verify=verify, out=out, progress=progress, peak=peak)
+                          verify=verify, out=out, progress=progress, peak=peak,
+                          min_time_s=MIN_TIME_S if min_time_s is None else min_time_s)
 
 
-__all__ = ["Experiment", "REGISTRY", "Sweep", "get", "names", "run", "run_experiment"]
+__all__ = ["Check", "DEFAULT_LOCAL_SIZE", "Experiment", "Launch", "REGISTRY", "Sweep", "catalogue",
+           "catalogue_markdown", "get", "names", "run", "run_experiment"]

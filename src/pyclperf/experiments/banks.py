@@ -17,16 +17,20 @@ import numpy as np
 from .. import _core
 from ..bankmodel import strided_degree
 from ..checks import compare, poison_device
-from ..sweep import OK, timed_row, verdict
-from .base import Sweep
+from ..results import OK
+from ._kit import DEFAULT_LOCAL_SIZE, pick, positive, whole_groups
+from .base import Check, Experiment, Launch
 
 WORD = 4  # bytes
 LOADS_PER_STEP = 8  # kernels/banks.cl issues 8 loads per step
 LAYOUTS = ("plain", "padded")
 
 
-class Banks(Sweep):
+class Banks(Experiment):
     id = "banks"
+    description = ("strided local-memory reads, plain and padded, beside the conflict degree the 32-bank"
+                   " model predicts (Guide 3.2.2.1)")
+    order = 110
     title = "Local-memory bank conflicts: strided reads, plain and padded"
     x = "stride"
     x_label = "stride (32-bit words between neighbouring work-items)"
@@ -36,21 +40,15 @@ class Banks(Sweep):
     size_arg, values_arg, local_size_arg = "items", "strides", "local_size"
     STRIDES = list(range(1, 33)) + [33, 48, 64, 65, 128, 256]
 
-    def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256,
+    def __init__(self, ctx: Any, items: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
                  strides: Sequence[int] | None = None, words: int = 4096, steps: int | None = None,
                  layouts: Sequence[str] = LAYOUTS) -> None:
         super().__init__(ctx)
         info = ctx.info
-        self.local_size = int(local_size)
-        if not 0 < self.local_size <= info.max_work_group_size:
-            raise _core.InvalidArgumentError(
-                f"banks: work-group size {self.local_size} is outside 1..{info.max_work_group_size}")
-        self.items = int(items) if items is not None else (
-            self.local_size * 8 * info.compute_units * 4 if info.is_gpu else self.local_size * 4)
-        if self.items <= 0 or self.items % self.local_size:
-            raise _core.InvalidArgumentError(
-                f"banks: {self.items} work-items is not a positive multiple of the work-group "
-                f"size {self.local_size}")
+        self.local_size = positive(self.id, "work-group size", local_size)
+        self.items = whole_groups(self.id, items if items is not None else (
+            self.local_size * 8 * info.compute_units * 4 if info.is_gpu else self.local_size * 4),
+            self.local_size)
         self.words = int(words)
         if self.words < 32 or self.words & (self.words - 1):
             raise _core.InvalidArgumentError(f"banks: words must be a power of two >= 32, got {words}")
@@ -69,10 +67,7 @@ class Banks(Sweep):
             raise _core.InvalidArgumentError(f"banks: strides must be >= 1, got {self.strides}")
         if (self.local_size - 1) * max(self.strides) + 256 * self.steps >= 2**32:
             raise _core.InvalidArgumentError("banks: stride x work-group size overflows uint")
-        unknown = [name for name in layouts if name not in LAYOUTS]
-        if unknown or not layouts:
-            raise _core.InvalidArgumentError(f"banks: layouts must be among {LAYOUTS}, got {layouts}")
-        self.layouts = list(layouts)
+        self.layouts = pick(self.id, LAYOUTS, layouts, "layouts")
         self.table = ctx.buffer(self.words * WORD)
         self.out = ctx.buffer(self.items * WORD)
         self.rng = np.random.default_rng()
@@ -109,26 +104,21 @@ class Banks(Sweep):
         sums = table.astype(np.uint64)[index].sum(axis=1) & 0xFFFFFFFF
         return np.tile(sums.astype(np.uint32), self.items // self.local_size)
 
-    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
-                verify: bool) -> dict[str, Any]:
+    def launch(self, point: dict[str, Any]) -> Launch:
         kernel = self.kernel(point["layout"] == "padded")
         kernel.set_args(self.table, self.out, np.uint32(point["stride"]))
-        passed, detail = True, ""
-        if verify:
-            table = self.rng.integers(0, 2**32, self.words, dtype=np.uint32)
-            self.table.write(table)
-            poison_device(self.out)
-            kernel.run(self.items, self.local_size)
-            got = np.empty(self.items, np.uint32)
-            self.out.read(got)
-            passed, detail = compare(got, self.expected(table, point["stride"]), "work-item sums")
-        times = kernel.time(self.items, self.local_size, warmup=warmup, repeats=repeats,
-                            method=method)
         # Bandwidth here is local-memory bandwidth: the bytes of the loads the kernel makes.
-        row = timed_row(times, self.items * self.loads * WORD, method)
-        row["loads"] = self.items * self.loads
-        row.update(verdict(verify, passed, detail))
-        return row
+        return Launch.one(kernel, self.items, self.local_size, self.items * self.loads * WORD,
+                          columns={"loads": self.items * self.loads})
+
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        table = self.rng.integers(0, 2**32, self.words, dtype=np.uint32)
+        self.table.write(table)
+        poison_device(self.out)
+        launch.run()
+        got = np.empty(self.items, np.uint32)
+        self.out.read(got)
+        return Check(*compare(got, self.expected(table, point["stride"]), "work-item sums"))
 
     def finish(self, results: Any) -> None:
         """Slowdown against the plain stride-1 read, and whether padding takes a cost away."""

@@ -1,39 +1,64 @@
-"""What every experiment declares, and the one function that runs any of them."""
+"""THE contract every experiment follows, and the one function that runs any of them.
+
+An experiment (``Experiment``) declares:
+
+* ``points()``: the rows it will produce, each a dict of parameters;
+* ``launch(point)``: how to launch one point, a ``Launch`` (kernel(s) with arguments bound,
+  global and local ranges, the bytes the launch needs to move, the operations it counts, an
+  optional reset run before every launch, extra columns);
+* ``check(point, launch)``: how to verify one point, a ``Check`` (passed, what differed, extra
+  columns), normally by writing fresh input, poisoning the outputs, ``launch.run()`` and
+  comparing with a NumPy reference (pyclperf.checks);
+* optionally ``skip(point)``: why a point cannot run here (a missing feature), else None.
+
+The base class does the rest, once: skipping, the launch check (the core's validate_launch),
+verifying, adaptive timing (pyclperf.engine.timing.time_adaptively: launches continue until a
+minimum total time), the row (statistics, bandwidth, operations per second, spread and the
+``noisy`` flag) and its status (pyclperf.results). Experiments that time something other than
+kernel launches (transfers, batching, timers, peak) subclass ``Sweep`` and write ``measure``.
+"""
 
 from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import _core
+from ..engine.timing import time_adaptively
 from ..peak import PeakBandwidth, theoretical
-from ..results import Results
-from ..sweep import TIMING_METHODS, base_meta, run_points, timed_row, verdict
+from ..results import OK, SKIPPED, Results
+from ..stats import NOISY_SPREAD_PCT
+from ..sweep import TIMING_METHODS, base_meta, classify, run_points, timed_row, verdict
+from ._kit import DEFAULT_LOCAL_SIZE, check_launch
 
+# Adaptive timing: launches continue until their kernel time adds up to this (seconds), so a
+# fast kernel on a CPU device (or a noisy GPU) still gets enough launches for a stable median;
+# never fewer than the ``repeats`` asked for, never more than MAX_REPEATS.
+MIN_TIME_S = 0.02
+MAX_REPEATS = 100_000
 
-def pick_variants(experiment: str, table: Mapping[str, Any], names: Sequence[str] | None) -> list[Any]:
-    """The entries of ``table`` that ``names`` choose (all of them by default), in the order
-    given; an unknown name or an empty choice raises InvalidArgumentError naming the known ones."""
-    chosen = list(names) if names is not None else list(table)
-    unknown = [n for n in chosen if n not in table]
-    if unknown or not chosen:
-        raise _core.InvalidArgumentError(
-            f"{experiment}: unknown variant(s) {unknown}; known: {', '.join(table)}")
-    return [table[n] for n in chosen]
+# A step of a launch: a kernel with its arguments bound, its global and its local size.
+Step = tuple[Any, Any, Any]
+
+_REGISTRY: dict[str, type["Sweep"]] = {}
 
 
 class Sweep(ABC):
-    """What the engine needs of any experiment: an id, its points, and how to measure one.
+    """What the engine needs of any experiment: an id, a one-line description, its points, and
+    how to measure one.
 
-    ``measure`` returns a row's measured fields, including ``status`` (sweep.OK, WRONG, ...).
-    The engine hands the experiment the theoretical ``peak`` before the first point and adds a
-    ``fraction_of_peak`` column wherever ``peak_kind`` names a known ceiling.
+    ``measure`` returns a row's measured fields, including ``status`` (pyclperf.results). The
+    engine hands the experiment the theoretical ``peak`` before the first point and adds a
+    ``fraction_of_peak`` column wherever ``peak_kind`` names a known ceiling. Defining a subclass
+    with an ``id`` registers it (pyclperf.experiments.REGISTRY): there is no list to edit.
     """
 
     id: str = ""
+    description: str = ""  # one line: what it measures (the CLI's help, the README's list)
     title: str = ""
     x: str = ""
     x_label: str = ""
@@ -42,29 +67,38 @@ class Sweep(ABC):
     # keyword arguments; None for no figure.
     plot: dict[str, Any] | None = {"kind": "bandwidth"}
     peak: PeakBandwidth | None = None
+    order: int = 1000  # place in the catalogue: the source documents' order (timing first)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("id"):
+            _REGISTRY[cls.id] = cls
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
 
-    # The constructor arguments that pyclperf.run's generic knobs fill (the CLI's --size and
-    # --local-size): what "size" and "values" mean is the experiment's to say. None: no such knob.
+    # The constructor arguments that pyclperf.run's generic knobs fill (the CLI's --size,
+    # --local-size, values): what "size" and "values" mean is the experiment's to say. None:
+    # the experiment takes no such knob, and giving it is refused.
     size_arg: str | None = "items"
     values_arg: str | None = "values"
     local_size_arg: str | None = "local_size"
 
     @classmethod
-    def configure(cls, ctx: Any, *, size: int | None = None, local_size: int = 256,
+    def configure(cls, ctx: Any, *, size: int | None = None, local_size: int | None = None,
                   values: list[int] | None = None, **options: Any) -> "Sweep":
-        """Build from the generic knobs of ``pyclperf.run``; ``options`` go to the constructor."""
+        """Build from the generic knobs of ``pyclperf.run``; ``options`` go to the constructor.
+        A knob the experiment does not take is refused, naming the experiment and the knob."""
         kwargs = dict(options)
-        for knob, arg, value in (("size", cls.size_arg, size), ("values", cls.values_arg, values)):
+        for knob, arg, value in (("size", cls.size_arg, size), ("local_size", cls.local_size_arg, local_size),
+                                 ("values", cls.values_arg, values)):
             if value is None:
                 continue
             if arg is None:
-                raise _core.InvalidArgumentError(f"experiment {cls.id!r} takes no {knob}")
+                flag = f" (--{knob.replace('_', '-')})" if knob != "values" else ""
+                raise _core.InvalidArgumentError(
+                    f"experiment {cls.id!r} takes no {knob}{flag}: it sets its own")
             kwargs[arg] = value
-        if cls.local_size_arg is not None:
-            kwargs[cls.local_size_arg] = local_size
         return cls(ctx, **kwargs)
 
     @abstractmethod
@@ -79,8 +113,8 @@ class Sweep(ABC):
         return "dram"
 
     def meta(self) -> dict[str, Any]:
-        return {"experiment": self.id, "title": self.title, "x": self.x, "x_label": self.x_label,
-                "guide": self.guide, "plot": self.plot}
+        return {"experiment": self.id, "title": self.title, "description": self.description,
+                "x": self.x, "x_label": self.x_label, "guide": self.guide, "plot": self.plot}
 
     def finish(self, results: Results) -> None:
         """Add conclusions drawn from all rows to ``results.meta`` (default: none)."""
@@ -91,51 +125,133 @@ class Sweep(ABC):
         return None
 
 
+@dataclass
+class Launch:
+    """How one point is launched: ``steps`` run in order (a launch's time is the sum of their
+    event times), ``reset`` before each launch as its own command (never timed), ``nbytes`` the
+    bytes the launch needs to read and write (effective bandwidth, Guide 2.2.2), ``ops`` the
+    operations it counts (None where the metric is bandwidth alone) in ``ops_unit`` (the row
+    gets ``<unit>``, ``g<unit>`` per second at the median and ``g<unit>_best``), ``columns`` extra fields
+    for the row, ``rates`` columns computed as amount / median ns (e.g. {"mpix_per_s": pixels *
+    1e3})."""
+
+    steps: list[Step]
+    nbytes: int
+    ops: int | None = None
+    ops_unit: str = "ops"
+    reset: Callable[[], None] | None = None
+    columns: dict[str, Any] = field(default_factory=dict)
+    rates: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def one(cls, kernel: Any, global_size: Any, local_size: Any, nbytes: int,
+            **kwargs: Any) -> "Launch":
+        """A launch of a single kernel."""
+        return cls([(kernel, global_size, local_size)], nbytes, **kwargs)
+
+    def run(self) -> None:
+        """One launch: the reset (if any), then every step in order, waiting for each."""
+        if self.reset is not None:
+            self.reset()
+        for kernel, g, l in self.steps:
+            kernel.run(g, l)
+
+
+@dataclass
+class Check:
+    """The verdict on one point: whether it passed, what differed, and extra columns (errors,
+    tolerances) for the row."""
+
+    passed: bool
+    detail: str = ""
+    columns: dict[str, Any] = field(default_factory=dict)
+
+
+class _Steps:
+    """A launch's steps seen as one kernel by engine.timing.time_adaptively: ``time`` gives each
+    launch's summed event (or host) times; ``run`` launches once."""
+
+    def __init__(self, steps: Sequence[Step], method: str) -> None:
+        self.steps, self.method = list(steps), method
+
+    def run(self, g: Any, local: Any) -> None:
+        for kernel, sg, sl in self.steps:
+            kernel.run(sg, sl)
+
+    def time(self, g: Any, local: Any, *, warmup: int, repeats: int) -> np.ndarray:
+        if len(self.steps) == 1:
+            kernel, sg, sl = self.steps[0]
+            return kernel.time(sg, sl, warmup=warmup, repeats=repeats, method=self.method)
+        total = np.zeros(repeats)
+        for r in range(repeats):
+            total[r] = sum(float(k.time(sg, sl, warmup=0, repeats=1, method=self.method)[0])
+                           for k, sg, sl in self.steps)
+        return total
+
+
+def time_launch(launch: Launch, *, warmup: int, repeats: int, method: str = "events",
+                min_time_s: float = MIN_TIME_S) -> np.ndarray:
+    """Per-launch times (ns) of ``launch``, adaptively: at least ``repeats`` launches, more until
+    their time adds up to ``min_time_s`` (at most MAX_REPEATS)."""
+    return time_adaptively(_Steps(launch.steps, method), [], None, warmup=warmup,
+                           min_time_s=min_time_s, min_repeats=repeats,
+                           max_repeats=max(repeats, MAX_REPEATS), reset=launch.reset)
+
+
 class Experiment(Sweep):
-    """A sweep over one parameter of one kernel family.
+    """The contract: ``points``, ``launch``, ``check`` (and optionally ``skip``); the base class
+    measures. See the module docstring."""
 
-    Subclasses declare the id, the swept parameter (``x``) and its label, the default problem
-    size per device, the points, and how to prepare, verify and time one point. Everything
-    else (statuses, statistics, bandwidth, metadata, saving, progress) is the engine's.
-    """
-
-    def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256) -> None:
-        super().__init__(ctx)
-        self.local_size = int(local_size)
-        if self.local_size <= 0:
-            raise _core.InvalidArgumentError(f"work-group size must be positive, got {self.local_size}")
-        self.items = int(items) if items is not None else self.default_items(ctx.info)
-        if self.items <= 0:
-            raise _core.InvalidArgumentError(f"size must be positive, got {self.items}")
-        if self.items % self.local_size:
-            raise _core.InvalidArgumentError(
-                f"size {self.items} is not a multiple of the work-group size {self.local_size}"
-            )
+    min_time_s: float = MIN_TIME_S  # run_experiment sets it per run
 
     @abstractmethod
-    def default_items(self, info: _core.DeviceInfo) -> int: ...
+    def launch(self, point: dict[str, Any]) -> Launch:
+        """How to launch ``point``: kernels with arguments bound, ranges, bytes, operations."""
 
     @abstractmethod
-    def verify(self, point: dict[str, Any]) -> tuple[bool, str]:
-        """Run once on fresh random input with poisoned output; (passed, what differed)."""
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        """Verify ``point`` once on fresh input with poisoned outputs (``launch.run()``)."""
 
-    @abstractmethod
-    def time(self, point: dict[str, Any], warmup: int, repeats: int, method: str) -> np.ndarray:
-        """Per-launch times in ns."""
+    def skip(self, point: dict[str, Any]) -> str | None:
+        """Why ``point`` cannot run on this device (a missing feature); None to run it."""
+        return None
 
-    @abstractmethod
-    def bytes_moved(self, point: dict[str, Any]) -> int:
-        """Bytes the kernel needs to read plus write (effective bandwidth, Guide 2.2.2)."""
-
-    def meta(self) -> dict[str, Any]:
-        return {**super().meta(), "items": self.items, "local_size": self.local_size}
+    def verify(self, point: dict[str, Any]) -> Check:
+        """Verify ``point`` once, untimed: its launch, the launch check, then ``check``."""
+        launch = self.launch(point)
+        for kernel, g, l in launch.steps:
+            check_launch(self.id, kernel, g, l)
+        return self.check(point, launch)
 
     def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
                 verify: bool) -> dict[str, Any]:
-        row: dict[str, Any] = {"items": self.items, "local_size": self.local_size}
-        passed, detail = self.verify(point) if verify else (True, "not verified")
-        times = self.time(point, warmup, repeats, method)
-        row.update(timed_row(times, self.bytes_moved(point), method))
+        reason = self.skip(point)
+        if reason:
+            return {"status": SKIPPED, "verified": False, "error": reason}
+        launch = self.launch(point)
+        row: dict[str, Any] = dict(launch.columns)
+        for kernel, g, l in launch.steps:
+            check_launch(self.id, kernel, g, l)
+        passed, detail = True, "not verified"
+        try:
+            if verify:
+                result = self.check(point, launch)
+                passed, detail = result.passed, result.detail
+                row.update(result.columns)
+            times = time_launch(launch, warmup=warmup, repeats=repeats, method=method,
+                                min_time_s=self.min_time_s)
+        except _core.ClError as exc:
+            # The driver refused or aborted the launch (a kernel's own work-group limit, say):
+            # the row keeps what the launch declared and says what OpenCL answered.
+            return {**row, "status": classify(exc), "verified": False, "error": str(exc)}
+        row.update(timed_row(times, launch.nbytes, method))
+        if launch.ops is not None:  # e.g. "flops", "gflops" (per second, median), "gflops_best"
+            unit = launch.ops_unit
+            row[unit] = int(launch.ops)
+            row[f"g{unit}"] = launch.ops / row["median_ns"] if row["median_ns"] > 0 else float("nan")
+            row[f"g{unit}_best"] = launch.ops / row["min_ns"] if row["min_ns"] > 0 else float("nan")
+        for name, amount in launch.rates.items():
+            row[name] = amount / row["median_ns"] if row["median_ns"] > 0 else float("nan")
         row.update(verdict(verify, passed, detail))
         return row
 
@@ -150,16 +266,27 @@ def run_experiment(
     out: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
     peak: PeakBandwidth | None = None,
+    min_time_s: float = MIN_TIME_S,
 ) -> Results:
-    """Run every point of ``experiment``; ``peak`` defaults to ``theoretical(ctx)`` (NVML)."""
+    """Run every point of ``experiment``; ``peak`` defaults to ``theoretical(ctx)`` (NVML).
+
+    Kernel launches are timed adaptively: at least ``repeats`` of them, more until they add up
+    to ``min_time_s`` seconds. Every timed row carries its spread (IQR / median, %) and a
+    ``noisy`` flag where that spread exceeds stats.NOISY_SPREAD_PCT.
+    """
     if method not in TIMING_METHODS:
         raise _core.InvalidArgumentError(f"timing method must be one of {TIMING_METHODS}, got {method!r}")
     if repeats < 1 or warmup < 0:
         raise _core.InvalidArgumentError(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
+    if min_time_s < 0:
+        raise _core.InvalidArgumentError(f"min_time_s must be >= 0, got {min_time_s}")
     ceilings = peak or experiment.peak or theoretical(experiment.ctx)
     experiment.peak = ceilings
+    if isinstance(experiment, Experiment):
+        experiment.min_time_s = min_time_s
     meta = base_meta(experiment.ctx, **experiment.meta(), method=method, warmup=warmup,
-                     repeats=repeats, verified=verify, peak_gbps=ceilings.dram_gbps,
+                     repeats=repeats, min_time_s=min_time_s, verified=verify,
+                     noisy_spread_pct=NOISY_SPREAD_PCT, peak_gbps=ceilings.dram_gbps,
                      pcie_gbps=ceilings.pcie_gbps, peak=ceilings.as_meta())
 
     def measure(point: dict[str, Any]) -> dict[str, Any]:
@@ -167,11 +294,38 @@ def run_experiment(
         ceiling = ceilings.gbps(experiment.peak_kind({**point, **row}))
         if ceiling and row.get("gbps") is not None:
             row["fraction_of_peak"] = row["gbps"] / ceiling
+        if row.get("spread_pct") is not None:
+            row["noisy"] = bool(row["spread_pct"] > NOISY_SPREAD_PCT)
         return row
 
     results = run_points(experiment.points(), measure, meta=meta, out=out, progress=progress)
     if not results.meta.get("interrupted"):
         experiment.finish(results)
+        say_noise(results)
         if out is not None:  # the streamed file's first line predates finish(): rewrite it whole
             results.to_json(out)
     return results
+
+
+def say_noise(results: Results) -> None:
+    """Count the verified rows whose spread exceeds the threshold (``meta["noisy_points"]``) and
+    say so at the end of the conclusion, so no conclusion rests on them silently."""
+    ok = [r for r in results.rows if r.get("status") == OK]
+    noisy = [r for r in ok if r.get("noisy")]
+    results.meta["noisy_points"] = len(noisy)
+    if noisy and results.meta.get("conclusion"):
+        results.meta["conclusion"] += (
+            f" [{len(noisy)} of {len(ok)} verified points noisy: spread over "
+            f"{NOISY_SPREAD_PCT:.0f}% (largest {max(r['spread_pct'] for r in noisy):.0f}%)]")
+
+
+def noise_note(row: dict[str, Any]) -> str:
+    """" (noisy: spread 23%)" for a row whose spread exceeds the threshold, else ""."""
+    spread = row.get("spread_pct")
+    if spread is not None and spread > NOISY_SPREAD_PCT:
+        return f" (noisy: spread {spread:.0f}%)"
+    return ""
+
+
+__all__ = ["Check", "DEFAULT_LOCAL_SIZE", "Experiment", "Launch", "MIN_TIME_S", "Sweep",
+           "noise_note", "run_experiment", "time_launch"]

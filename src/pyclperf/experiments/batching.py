@@ -9,7 +9,7 @@ from .. import _core
 from ..stats import MiB
 from ..sweep import host_clock_columns
 from .base import Sweep
-from .transfer_rig import Mode, TransferRig, transfer_limit
+from ._transfer import Mode, TransferRig, transfer_limit
 
 PIECES = (1, 4, 16, 64, 256, 1024)
 MODES = tuple(Mode(d, h) for d in ("h2d", "d2h") for h in ("pageable", "pinned"))
@@ -17,6 +17,9 @@ MODES = tuple(Mode(d, h) for d in ("h2d", "d2h") for h in ("pageable", "pinned")
 
 class Batching(Sweep):
     id = "batching"
+    description = ("one transfer against 4 ... 1024 pieces of the same total (Guide 3.1; `--size` is the"
+                   " total in bytes)")
+    order = 40
     title = "Batched transfers: N pieces of the same total"
     x = "pieces"
     x_label = "transfers in the batch (same total bytes)"

@@ -14,12 +14,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare_close, poison_device
+from ..checks import compare_close
 from ..limits import warp_size
-from ..sweep import OK, timed_row, verdict
-from .base import Sweep
+from ..results import OK
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, round_trip, whole_groups
+from .base import Check, Experiment, Launch
 
-FLOAT = 4
 GRANULARITIES = (1, 2, 4, 8, 16, 32, 64)
 BASELINE = "no branch"
 # The kernel's two recurrences: path A x -> RA x + KA, path B x -> KB - RB x, summing every x.
@@ -43,8 +43,11 @@ def reference(x: np.ndarray, local_size: int, granularity: int, iters: int) -> n
     return np.where((lid // granularity) % 2 == 1, path_sum(x, iters, *PATH_B), a)
 
 
-class Divergence(Sweep):
+class Divergence(Experiment):
     id = "divergence"
+    description = ("a branch on (local id / granularity) % 2 for granularities 1..64 against a branch-"
+                   "free baseline (Guide 6.1; `--size` is work-items)")
+    order = 210
     title = "Branch divergence by granularity"
     x = "granularity"
     x_label = "branch granularity (consecutive work-items on one path)"
@@ -54,7 +57,7 @@ class Divergence(Sweep):
             "vlines": {"warp size": "warp_size"}}
     size_arg, values_arg, local_size_arg = "items", "granularities", "local_size"
 
-    def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256,
+    def __init__(self, ctx: Any, items: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
                  granularities: Sequence[int] | None = None, iters: int | None = None) -> None:
         """``items``: work-items per launch; ``iters``: loop trips of each path."""
         super().__init__(ctx)
@@ -65,16 +68,13 @@ class Divergence(Sweep):
         if not self.granularities or min(self.granularities) < 1:
             raise _core.InvalidArgumentError(
                 f"{self.id}: granularities must be >= 1, got {self.granularities}")
-        if self.local_size < 2 * max(self.granularities) or self.local_size > info.max_work_group_size:
+        if self.local_size < 2 * max(self.granularities):
             raise _core.InvalidArgumentError(
                 f"{self.id}: the work-group size ({self.local_size}) must be at least twice the "
                 f"largest granularity ({max(self.granularities)}), so both paths occur in a "
-                f"work-group, and at most {info.max_work_group_size}")
-        self.items = int(items) if items is not None else (1 << 24 if info.is_gpu else 1 << 15)
-        if self.items <= 0 or self.items % self.local_size:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: {self.items} items is not a positive multiple of the work-group "
-                f"size {self.local_size}")
+                "work-group")
+        self.items = whole_groups(
+            self.id, items if items is not None else (1 << 24 if info.is_gpu else 1 << 15), self.local_size)
         self.iters = int(iters) if iters is not None else (256 if info.is_gpu else 32)
         if not 1 <= self.iters <= 1 << 16:
             raise _core.InvalidArgumentError(f"{self.id}: iters must lie in 1..65536, got {self.iters}")
@@ -85,7 +85,6 @@ class Divergence(Sweep):
         self.no_branch = program.kernel("no_branch")
         self.src, self.dst = ctx.buffer(self.items * FLOAT), ctx.buffer(self.items * FLOAT)
         self.rng = np.random.default_rng()
-        self.baseline_ns: float | None = None
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "items": self.items, "local_size": self.local_size,
@@ -100,39 +99,29 @@ class Divergence(Sweep):
     def peak_kind(self, row: dict[str, Any]) -> str | None:
         return None  # arithmetic-bound
 
-    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
-                verify: bool) -> dict[str, Any]:
+    def launch(self, point: dict[str, Any]) -> Launch:
         g = int(point["granularity"])
         if g == 0:
             kernel = self.no_branch.set_args(self.dst, self.src, np.int32(self.iters))
         else:
             kernel = self.branch.set_args(self.dst, self.src, np.int32(self.iters), np.uint32(g))
-        passed, detail = self._verify(kernel, g) if verify else (True, "not verified")
-        times = kernel.time(self.items, self.local_size, warmup=warmup, repeats=repeats,
-                            method=method)
-        row: dict[str, Any] = {"items": self.items, "local_size": self.local_size,
-                               "iters": self.iters,
-                               **timed_row(times, 2 * self.items * FLOAT, method)}
-        row.update(verdict(verify, passed, detail))
-        if g == 0:
-            self.baseline_ns = row["median_ns"] if row["status"] == OK else None
-        row["slowdown"] = (row["median_ns"] / self.baseline_ns
-                           if self.baseline_ns and row["status"] == OK else None)
-        return row
+        return Launch.one(kernel, self.items, self.local_size, 2 * self.items * FLOAT,
+                          columns={"items": self.items, "local_size": self.local_size,
+                                   "iters": self.iters})
 
-    def _verify(self, kernel: Any, granularity: int) -> tuple[bool, str]:
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
         x = self.rng.random(self.items, dtype=np.float32)
-        self.src.write(x)
-        poison_device(self.dst)
-        kernel.run(self.items, self.local_size)
-        got = np.empty(self.items, np.float32)
-        self.dst.read(got)
-        want = reference(x, self.local_size, granularity, self.iters)
+        got = round_trip(self.src, self.dst, x, launch.run)
+        want = reference(x, self.local_size, int(point["granularity"]), self.iters)
         # A float32 running sum of iters terms of similar size: a few roundoffs per term.
         tolerance = 4 * (self.iters + 8) * 2.0**-24 * np.abs(want) + 1e-6
-        return compare_close(got, want, tolerance, "outputs")
+        return Check(*compare_close(got, want, tolerance, "outputs"))
 
     def finish(self, results: Any) -> None:
+        base = next((r for r in results.rows if r.get("granularity") == 0 and r.get("status") == OK), None)
+        for r in results.rows:
+            r["slowdown"] = (r["median_ns"] / base["median_ns"]
+                             if base is not None and r.get("status") == OK else None)
         rows = [r for r in results.rows if r.get("variant") == "branch" and r.get("status") == OK
                 and r.get("slowdown") is not None]
         warp = warp_size(self.ctx.info)

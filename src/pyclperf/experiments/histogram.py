@@ -24,9 +24,9 @@ import numpy as np
 
 from .. import _core
 from ..checks import compare, poison_device, random_bytes
-from ..sweep import OK, timed_row, verdict
-from .base import Sweep
-from .cooperative import check_work_group, choose, default_groups, run_launch, time_launch
+from ..results import OK
+from ._kit import DEFAULT_LOCAL_SIZE, default_groups, pick, positive
+from .base import Check, Experiment, Launch
 
 BINS = 256
 KERNELS = {"global": "histogram_global", "local": "histogram_local"}
@@ -52,8 +52,11 @@ def make_values(rng: np.random.Generator, distribution: str, n: int) -> np.ndarr
         f"histogram: unknown distribution {distribution!r}; known: {', '.join(DISTRIBUTIONS)}")
 
 
-class Histogram(Sweep):
+class Histogram(Experiment):
     id = "histogram"
+    description = ("256 bins by global atomics vs a local histogram per work-group on uniform, geometric"
+                   " and one-bin-heavy inputs (Quasar 9.2; `--size` is the value count)")
+    order = 220
     title = "256-bin histogram: global atomics vs a local histogram per work-group"
     x = "variant"
     x_label = "kernel / input"
@@ -61,14 +64,14 @@ class Histogram(Sweep):
     plot = {"kind": "bars", "label": "variant"}
     size_arg, values_arg = "items", None  # items = input values (bytes)
 
-    def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256,
+    def __init__(self, ctx: Any, items: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
                  groups: int | None = None, kernels: Sequence[str] = tuple(KERNELS),
                  distributions: Sequence[str] = DISTRIBUTIONS) -> None:
         super().__init__(ctx)
         info = ctx.info
-        self.local_size = check_work_group(ctx, self.id, local_size)
-        self.kernels = choose(self.id, "kernels", kernels, list(KERNELS))
-        self.distributions = choose(self.id, "distributions", distributions, DISTRIBUTIONS)
+        self.local_size = positive(self.id, "work-group size", local_size)
+        self.kernels = pick(self.id, list(KERNELS), kernels, "kernels")
+        self.distributions = pick(self.id, DISTRIBUTIONS, distributions, "distributions")
         if items is None:
             # 128 Mi values on a GPU (far past its caches; the hot input's global atomics still
             # finish in well under a second), 1 Mi on a CPU device.
@@ -118,24 +121,22 @@ class Histogram(Sweep):
             self._loaded = (distribution, np.bincount(values, minlength=BINS).astype(np.uint32))
         return self._loaded[1]
 
-    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
-                verify: bool) -> dict[str, Any]:
+    def launch(self, point: dict[str, Any]) -> Launch:
         expected = self.load(point["distribution"])
-        steps = [(self.kernel(point["kernel"]), self.groups * self.local_size, self.local_size)]
-        passed, detail = True, "not verified"
-        if verify:
-            poison_device(self.hist)
-            run_launch(steps, self.reset)
-            got = np.empty(BINS, np.uint32)
-            self.hist.read(got)
-            passed, detail = compare(got, expected, "bins")
-        times = time_launch(steps, warmup=warmup, repeats=repeats, method=method, reset=self.reset)
-        row = {"items": self.items, "local_size": self.local_size, "groups": self.groups,
-               "top_bin_share": float(expected.max()) / self.items,
-               **timed_row(times, self.items, method)}
-        row["gvalues_per_s"] = self.items / row["median_ns"]  # values per ns = 1e9 per s
-        row.update(verdict(verify, passed, detail))
-        return row
+        return Launch.one(self.kernel(point["kernel"]), self.groups * self.local_size,
+                          self.local_size, self.items, reset=self.reset,
+                          columns={"items": self.items, "local_size": self.local_size,
+                                   "groups": self.groups,
+                                   "top_bin_share": float(expected.max()) / self.items},
+                          rates={"gvalues_per_s": self.items})  # values per ns = 1e9 per s
+
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        expected = self.load(point["distribution"])
+        poison_device(self.hist)
+        launch.run()  # the reset zeroes the poisoned histogram first
+        got = np.empty(BINS, np.uint32)
+        self.hist.read(got)
+        return Check(*compare(got, expected, "bins"))
 
     def finish(self, results: Any) -> None:
         """The local histogram's speed-up over global atomics per input, Quasar's beside it."""

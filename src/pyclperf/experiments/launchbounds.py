@@ -18,12 +18,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare_close, poison_device
+from ..checks import compare_close
 from ..limits import parse_registers, verbose_build_options
-from ..sweep import OK, SKIPPED, timed_row, verdict
-from .base import Sweep
+from ..results import OK
+from ._kit import FLOAT, round_trip, whole_groups
+from .base import Check, Experiment, Launch
 
-FLOAT = 4
 BOUNDS = ("none", "reqd")
 STEP_GAP, LANE_GAP = 2.0**-9, 2.0**-7  # the kernel's defaults, exact in float32
 COEFFS = (0.5, 0.25, 0.125, 0.0625)  # p(y) = C0 + C1 y + C2 y^2 + C3 y^3, as in the kernel
@@ -48,8 +48,11 @@ def flops_per_item(steps: int, lanes: int) -> int:
     return steps * (2 + 8 * lanes)
 
 
-class LaunchBounds(Sweep):
+class LaunchBounds(Experiment):
     id = "launchbounds"
+    description = ("one arithmetic kernel with and without `reqd_work_group_size`, with registers and "
+                   "spills where the driver says (Quasar 9.9; `--size` is work-items)")
+    order = 170
     title = "reqd_work_group_size vs none (launch bounds)"
     x = "work_group_size"
     x_label = "work-group size (work-items)"
@@ -67,13 +70,8 @@ class LaunchBounds(Sweep):
         if sizes is None:
             sizes = [s for s in ((64, 128, 256, 512, 1024) if info.is_gpu else (64, 256)) if s <= top]
         self.sizes = [int(s) for s in sizes]
-        if not self.sizes or min(self.sizes) < 1 or max(self.sizes) > top:
-            raise _core.InvalidArgumentError(f"{self.id}: work-group sizes {self.sizes} must lie in 1..{top}")
-        self.items = int(items) if items is not None else (1 << 23 if info.is_gpu else 1 << 12)
-        bad = [s for s in self.sizes if self.items <= 0 or self.items % s]
-        if bad:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: {self.items} items is not a positive multiple of work-group size(s) {bad}")
+        self.items = whole_groups(
+            self.id, items if items is not None else (1 << 23 if info.is_gpu else 1 << 12), self.sizes)
         self.lanes = int(lanes) if lanes is not None else (64 if info.is_gpu else 8)
         self.steps = int(steps) if steps is not None else (128 if info.is_gpu else 16)
         if not 1 <= self.lanes <= 256 or not 1 <= self.steps <= 4096:
@@ -103,47 +101,36 @@ class LaunchBounds(Sweep):
         return self.ctx.program(file="launchbounds.cl", defines=defines,
                                 options=verbose_build_options(self.ctx.info))
 
-    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
-                verify: bool) -> dict[str, Any]:
+    def launch(self, point: dict[str, Any]) -> Launch:
         size, bounds = int(point["work_group_size"]), point["bounds"]
         program = self.program(bounds, size)
         kernel = program.kernel("poly").set_args(self.dst, self.src, np.int32(self.steps))
         limits = kernel.limits()
         reqd = [int(v) for v in limits.compile_work_group_size]
         regs = parse_registers(program.build_log, "poly")
-        row: dict[str, Any] = {
+        # The build's reported CL_KERNEL_WORK_GROUP_SIZE is recorded and the launch tried: a
+        # size the driver refuses (registers, usually) ends as "launch failed" with its error.
+        columns: dict[str, Any] = {
             "items": self.items, "lanes": self.lanes, "steps": self.steps,
             "compile_work_group_size": ",".join(map(str, reqd)),
             "reqd_reported": reqd[:1] == [size] if bounds == "reqd" else not any(reqd),
             "kernel_max_work_group_size": int(limits.work_group_size),
+            "over_kernel_limit": size > int(limits.work_group_size),
             "private_mem_bytes": int(limits.private_mem_bytes),
             "registers": regs.registers, "spill_store_bytes": regs.spill_store_bytes,
             "spill_load_bytes": regs.spill_load_bytes}
-        if size > limits.work_group_size:
-            # Without the promise the compiler may use more registers than a group of this
-            # size can have: the runtime refuses it. One of the effects measured, not a failure.
-            return {**row, "status": SKIPPED,
-                    "error": f"this build accepts at most {limits.work_group_size} work-items per "
-                             "group on this device (CL_KERNEL_WORK_GROUP_SIZE)"}
-        passed, detail = self._verify(kernel, size) if verify else (True, "not verified")
-        times = kernel.time(self.items, size, warmup=warmup, repeats=repeats, method=method)
-        row.update(timed_row(times, 2 * self.items * FLOAT, method))
-        flops = self.items * flops_per_item(self.steps, self.lanes)
-        row["gflops"] = flops / row["median_ns"] if row["median_ns"] > 0 else float("nan")
-        return {**row, **verdict(verify, passed, detail)}
+        return Launch.one(kernel, self.items, size, 2 * self.items * FLOAT,
+                          ops=self.items * flops_per_item(self.steps, self.lanes), ops_unit="flops",
+                          columns=columns)
 
-    def _verify(self, kernel: Any, size: int) -> tuple[bool, str]:
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
         x = self.rng.random(self.items, dtype=np.float32)
-        self.src.write(x)
-        poison_device(self.dst)
-        kernel.run(self.items, size)
-        got = np.empty(self.items, np.float32)
-        self.dst.read(got)
+        got = round_trip(self.src, self.dst, x, launch.run)
         want = reference(x, self.steps, self.lanes)
         # Every term is positive: float32 sums of steps + lanes terms stay within a few unit
         # roundoffs per term of the exact value.
         tolerance = 4 * (self.steps + self.lanes + 8) * 2.0**-24 * np.abs(want)
-        return compare_close(got, want, tolerance, "outputs")
+        return Check(*compare_close(got, want, tolerance, "outputs"))
 
     def finish(self, results: Any) -> None:
         ok = {(r["work_group_size"], r["bounds"]): r for r in results.rows if r.get("status") == OK}
@@ -160,8 +147,8 @@ class LaunchBounds(Sweep):
         if only:
             limit = min(r["kernel_max_work_group_size"] for r in results.rows
                         if r.get("bounds") == "none" and "kernel_max_work_group_size" in r)
-            text += (f"; only the reqd build ran at {only} (the build without it accepts at most "
-                     f"{limit} work-items per group)")
+            text += (f"; only the reqd build ran at {only} (the build without it reports at most "
+                     f"{limit} work-items per group, and the driver refused the launch)")
         regs = {(r["work_group_size"], r["bounds"]): r.get("registers") for r in results.rows
                 if r.get("registers") is not None}
         if regs:

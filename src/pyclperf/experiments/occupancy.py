@@ -15,14 +15,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import POISON_U32, compare, poison_device
 from ..limits import (CANNOT_KNOW, NVIDIA_SM, estimate, nv_compute_capability, parse_registers,
                       verbose_build_options)
 from ..program import LocalMemory
-from ..sweep import OK, timed_row, verdict
-from .base import Sweep
+from ..results import OK
+from ._kit import FLOAT, check_copy, whole_groups
+from .base import Check, Experiment, Launch, noise_note
 
-FLOAT = 4
 TARGETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # work-groups per compute unit to force
 WORK_GROUP_SIZES = (64, 256)
 GUARD_ELEMENTS = 4096
@@ -30,8 +29,11 @@ ALIGN = 16  # dynamic local sizes are rounded down to this many bytes
 GUIDE_KNEE_PCT = 50.0  # Guide 4.4/4.5: above ~50% occupancy little more is gained
 
 
-class Occupancy(Sweep):
+class Occupancy(Experiment):
     id = "occupancy"
+    description = ("a copy slowed by a growing dynamic `__local` buffer beside a theoretical occupancy "
+                   "estimate (Guide 4.5; `--size` is floats copied)")
+    order = 160
     title = "Occupancy forced down by dynamic local memory"
     guide = "Guide 4.1-4.5 (occupancy; effects of shared memory); Quasar 9.7"
     size_arg, values_arg, local_size_arg = "items", "targets", None
@@ -46,14 +48,8 @@ class Occupancy(Sweep):
         self.sizes = [int(s) for s in work_group_sizes]
         if not self.targets or min(self.targets) < 1:
             raise _core.InvalidArgumentError(f"{self.id}: targets must be >= 1 work-group, got {self.targets}")
-        if not self.sizes or min(self.sizes) < 1 or max(self.sizes) > info.max_work_group_size:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: work-group sizes {self.sizes} must lie in 1..{info.max_work_group_size}")
-        self.items = int(items) if items is not None else (1 << 26 if info.is_gpu else 1 << 18)
-        bad = [s for s in self.sizes if self.items <= 0 or self.items % s]
-        if bad:
-            raise _core.InvalidArgumentError(
-                f"{self.id}: {self.items} items is not a positive multiple of work-group size(s) {bad}")
+        self.items = whole_groups(
+            self.id, items if items is not None else (1 << 26 if info.is_gpu else 1 << 18), self.sizes)
         nbytes = (self.items + GUARD_ELEMENTS) * FLOAT
         if nbytes > info.max_alloc_bytes:
             raise _core.InvalidArgumentError(
@@ -110,27 +106,16 @@ class Occupancy(Sweep):
                                 "dynamic_local_bytes": dyn})
         return out
 
-    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
-                verify: bool) -> dict[str, Any]:
+    def launch(self, point: dict[str, Any]) -> Launch:
         size, dyn = int(point["local_size"]), int(point["dynamic_local_bytes"])
         est = estimate(self.ctx.info, size, self.static_local + dyn, self.registers.registers)
         self.kernel.set_args(self.dst, self.src, LocalMemory(dyn))
-        passed, detail = self._verify(size) if verify else (True, "not verified")
-        times = self.kernel.time(self.items, size, warmup=warmup, repeats=repeats, method=method)
-        row = {"items": self.items, **est.as_row(), **timed_row(times, 2 * self.items * FLOAT, method)}
-        return {**row, **verdict(verify, passed, detail)}
+        return Launch.one(self.kernel, self.items, size, 2 * self.items * FLOAT,
+                          columns={"items": self.items, **est.as_row()})
 
-    def _verify(self, size: int) -> tuple[bool, str]:
-        span = self.items + GUARD_ELEMENTS
-        data = self.rng.integers(0, 2**32, size=span, dtype=np.uint32)
-        self.src.write(data)
-        poison_device(self.dst)
-        self.kernel.run(self.items, size)
-        out = np.empty(span, np.uint32)
-        self.dst.read(out)
-        want = data.copy()
-        want[self.items:] = POISON_U32
-        return compare(out, want, "copied floats")
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        return Check(*check_copy(self.rng, self.src, self.dst, launch.run,
+                                 self.items + GUARD_ELEMENTS, slice(0, self.items)))
 
     def finish(self, results: Any) -> None:
         parts = []
@@ -144,7 +129,7 @@ class Occupancy(Sweep):
             low = min(rows, key=lambda r: r[self.x])
             unit = "% occupancy" if self.x == "occupancy_pct" else " work-groups per compute unit"
             text = (f"work-groups of {size}: best {best['gbps']:.1f} GB/s at {best[self.x]:.4g}"
-                    f"{unit}; at the lowest ({low[self.x]:.4g}{unit}) "
+                    f"{unit}{noise_note(best)}; at the lowest ({low[self.x]:.4g}{unit}) "
                     f"{100 * low['gbps'] / best['gbps']:.0f}% of it")
             reach = sorted(r[self.x] for r in rows if r["gbps"] >= 0.9 * best["gbps"])
             text += f", within 10% of the best from {reach[0]:.4g}{unit} up"

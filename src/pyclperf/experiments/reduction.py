@@ -32,14 +32,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import poison_device
-from ..sweep import OK, SKIPPED, timed_row, verdict
-from .base import Sweep
-from .cooperative import (check_work_group, choose, default_groups, gamma, run_launch,
-                          time_launch, within)
+from ..checks import compare_close, gamma, poison_device
+from ..results import OK, SKIPPED
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, default_groups, pick, positive
+from .base import Check, Experiment, Launch, noise_note
 
 VARIANTS = ("tree", "subgroup", "atomic")
-FLOAT = 4
 
 PROBE = """
 #if !defined(cl_khr_subgroups) && !defined(__opencl_c_subgroups)
@@ -73,8 +71,12 @@ def subgroup_options(ctx: Any) -> tuple[str | None, str]:
                   f"and no sub_group_reduce_add probe built (tried {tried})")
 
 
-class Reduction(Sweep):
+class Reduction(Experiment):
     id = "reduction"
+    description = ("a float sum by a local-memory tree, `sub_group_reduce_add` where sub-groups exist, "
+                   "and float atomics, within a derived rounding bound (Quasar 9.2, 9.8; `--size` is the"
+                   " float count)")
+    order = 230
     title = "Float sum: local-memory tree vs sub-group reduction vs atomics"
     x = "variant"
     x_label = "variant"
@@ -82,12 +84,15 @@ class Reduction(Sweep):
     plot = {"kind": "bars", "label": "variant"}
     size_arg, values_arg = "items", None  # items = floats summed
 
-    def __init__(self, ctx: Any, items: int | None = None, local_size: int = 256,
+    def __init__(self, ctx: Any, items: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
                  groups: int | None = None, variants: Sequence[str] = VARIANTS) -> None:
         super().__init__(ctx)
         info = ctx.info
-        self.local_size = check_work_group(ctx, self.id, local_size, power_of_two=True)
-        self.variants = choose(self.id, "variants", variants, VARIANTS)
+        self.local_size = positive(self.id, "work-group size", local_size)
+        if self.local_size & (self.local_size - 1):
+            raise _core.InvalidArgumentError(
+                f"{self.id}: work-group size {self.local_size} must be a power of two (a halving tree)")
+        self.variants = pick(self.id, VARIANTS, variants, "variants")
         if items is None:
             # 512 MiB of floats on a GPU (far past its caches), 4 MiB on a CPU device.
             items = 1 << 27 if info.is_gpu else 1 << 20
@@ -152,34 +157,31 @@ class Reduction(Sweep):
     def reset(self) -> None:
         self.total.fill(np.zeros(1, np.float32))
 
-    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
-                verify: bool) -> dict[str, Any]:
+    def skip(self, point: dict[str, Any]) -> str | None:
+        return self.subgroup_note if self.kernel(point["variant"]) is None else None
+
+    def launch(self, point: dict[str, Any]) -> Launch:
         variant = point["variant"]
-        row: dict[str, Any] = {"items": self.items, "local_size": self.local_size, "groups": self.groups}
-        if self.kernel(variant) is None:
-            return {**row, "status": SKIPPED, "verified": False, "error": self.subgroup_note}
-        steps = self.steps(variant)
-        reset = self.reset if variant == "atomic" else None
         chain = self.rounding_chain(variant)
-        passed, detail = True, "not verified"
-        if verify:
-            data = self.rng.random(self.items, dtype=np.float32)
-            self.data.write(data)
-            want = float(np.sum(data, dtype=np.float64))
-            tolerance = gamma(chain) * want  # sum |x_i| = sum x_i: the data are >= 0
-            poison_device(self.partial)
-            poison_device(self.total)
-            run_launch(steps, reset)
-            got = np.empty(1, np.float32)
-            self.total.read(got)
-            passed, detail = within(got, np.array([want]), tolerance, "totals")
-            row.update(result=float(got[0]), reference=want, tolerance=tolerance,
-                       rel_error=abs(float(got[0]) - want) / want if want else float("nan"))
-        row.update(rounding_chain=chain, rel_bound=gamma(chain))
-        times = time_launch(steps, warmup=warmup, repeats=repeats, method=method, reset=reset)
-        row.update(timed_row(times, self.items * FLOAT, method))
-        row.update(verdict(verify, passed, detail))
-        return row
+        return Launch(self.steps(variant), self.items * FLOAT,
+                      reset=self.reset if variant == "atomic" else None,
+                      columns={"items": self.items, "local_size": self.local_size,
+                               "groups": self.groups, "rounding_chain": chain,
+                               "rel_bound": gamma(chain)})
+
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        data = self.rng.random(self.items, dtype=np.float32)
+        self.data.write(data)
+        want = float(np.sum(data, dtype=np.float64))
+        tolerance = gamma(launch.columns["rounding_chain"]) * want  # sum |x_i| = sum x_i: x >= 0
+        poison_device(self.partial)
+        poison_device(self.total)
+        launch.run()
+        got = np.empty(1, np.float32)
+        self.total.read(got)
+        return Check(*compare_close(got, np.array([want]), tolerance, "totals"),
+                     {"result": float(got[0]), "reference": want, "tolerance": tolerance,
+                      "rel_error": abs(float(got[0]) - want) / want if want else float("nan")})
 
     def finish(self, results: Any) -> None:
         """Name the fastest verified variant and how the others compare."""
@@ -194,7 +196,7 @@ class Reduction(Sweep):
         results.meta["best_gbps"] = best["gbps"]
         others = ", ".join(f"{r['variant']} {r['gbps']:.1f} GB/s ({r['median_ns'] / best['median_ns']:.2f}x "
                            "its time)" for r in ok if r is not best)
-        text = f"fastest: {best['variant']} at {best['gbps']:.1f} GB/s"
+        text = f"fastest: {best['variant']} at {best['gbps']:.1f} GB/s{noise_note(best)}"
         if best.get("fraction_of_peak") is not None:
             text += f" ({100 * best['fraction_of_peak']:.0f}% of peak)"
         results.meta["conclusion"] = text + (f"; {others}" if others else "") + note

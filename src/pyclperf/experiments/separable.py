@@ -31,13 +31,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import poison_device
-from ..sweep import OK, timed_row, verdict
-from .base import Sweep
-from .cooperative import check_work_group, choose, gamma, run_launch, time_launch, within
+from ..checks import compare_close, gamma, max_abs_error, poison_device
+from ..results import OK
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, pick, positive
+from .base import Check, Experiment, Launch
 
 VARIANTS = ("two-pass", "local tile")
-FLOAT = 4
 MAX_RADIUS = 64
 
 
@@ -82,8 +81,11 @@ def tile_shape(local_size: int) -> tuple[int, int]:
     return tx, local_size // tx
 
 
-class Separable(Sweep):
+class Separable(Experiment):
     id = "separable"
+    description = ("a Gaussian of radius 2..16 as two global passes vs one fused kernel on a local tile "
+                   "plus halo (Quasar 9.2.3.2; `--size` is the image width)")
+    order = 240
     title = "Separable Gaussian: two global passes vs a fused local-memory tile"
     x = "radius"
     x_label = "filter radius R (taps = 2R + 1)"
@@ -91,14 +93,17 @@ class Separable(Sweep):
     plot = {"kind": "modes", "group": "variant", "logx": True}
     size_arg, values_arg = "width", "radii"  # size = image width (square unless height is given)
 
-    def __init__(self, ctx: Any, width: int | None = None, local_size: int = 256,
+    def __init__(self, ctx: Any, width: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
                  radii: Sequence[int] | None = None, height: int | None = None,
                  variants: Sequence[str] = VARIANTS) -> None:
         super().__init__(ctx)
         info = ctx.info
-        local = check_work_group(ctx, self.id, local_size, power_of_two=True)
+        local = positive(self.id, "work-group size", local_size)
+        if local & (local - 1):
+            raise _core.InvalidArgumentError(
+                f"{self.id}: work-group size {local} must be a power of two (a square-ish tile)")
         self.tx, self.ty = tile_shape(local)
-        self.variants = choose(self.id, "variants", variants, VARIANTS)
+        self.variants = pick(self.id, VARIANTS, variants, "variants")
         if radii is None:
             radii = [2, 4, 8, 16] if info.is_gpu else [2, 8]
         self.radii = [int(r) for r in radii]
@@ -170,27 +175,23 @@ class Separable(Sweep):
             return [(rows, g, l), (columns, g, l)]
         return [(program.kernel("sep_tile").set_args(self.dst, self.src, weights, *dims), g, l)]
 
-    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
-                verify: bool) -> dict[str, Any]:
+    def launch(self, point: dict[str, Any]) -> Launch:
         radius, variant = point["radius"], point["variant"]
-        weights, want, tolerance = self.load(radius)
-        steps = self.steps(radius, variant, weights)
-        row: dict[str, Any] = {"width": self.width, "height": self.height,
-                               "tile": f"{self.tx}x{self.ty}", "tolerance": tolerance}
-        passed, detail = True, "not verified"
-        if verify:
-            poison_device(self.mid)
-            poison_device(self.dst)
-            run_launch(steps)
-            got = np.empty((self.height, self.width), np.float32)
-            self.dst.read(got)
-            passed, detail = within(got, want, tolerance, "pixels")
-            row["max_abs_error"] = float(np.nanmax(np.abs(got - want)))
-        times = time_launch(steps, warmup=warmup, repeats=repeats, method=method)
-        row.update(timed_row(times, self.bytes_needed(variant), method))
-        row["mpix_per_s"] = self.width * self.height / row["median_ns"] * 1e3
-        row.update(verdict(verify, passed, detail))
-        return row
+        weights, _, tolerance = self.load(radius)
+        return Launch(self.steps(radius, variant, weights), self.bytes_needed(variant),
+                      columns={"width": self.width, "height": self.height,
+                               "tile": f"{self.tx}x{self.ty}", "tolerance": tolerance},
+                      rates={"mpix_per_s": self.width * self.height * 1e3})
+
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        _, want, tolerance = self.load(point["radius"])
+        poison_device(self.mid)
+        poison_device(self.dst)
+        launch.run()
+        got = np.empty((self.height, self.width), np.float32)
+        self.dst.read(got)
+        return Check(*compare_close(got, want, tolerance, "pixels"),
+                     {"max_abs_error": max_abs_error(got, want)})
 
     def finish(self, results: Any) -> None:
         """The fused tile's speed-up over two passes at each radius."""

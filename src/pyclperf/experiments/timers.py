@@ -13,13 +13,15 @@ import numpy as np
 from .. import _core
 from ..checks import compare, poison_device
 from ..sweep import host_clock_columns, timed_row, timing_label, verdict
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, positive, whole_groups
 from .base import Sweep
-
-FLOAT = 4  # bytes
 
 
 class Timers(Sweep):
     id = "timers"
+    description = ("one copy kernel timed by the host clock and by events, sizes up to 64 Mi items, with"
+                   " the device's timer resolution (Guide 2.1; `--size` is the largest work-item count)")
+    order = 10
     title = "Event timing vs host clock (copy kernel)"
     x = "items"
     x_label = "work-items (floats copied)"
@@ -29,12 +31,12 @@ class Timers(Sweep):
             "ylabel": "median time (ns)", "logx": True, "logy": True}
     size_arg, values_arg = "max_items", "sizes"
 
-    def __init__(self, ctx: Any, sizes: Sequence[int] | None = None, local_size: int = 256,
+    def __init__(self, ctx: Any, sizes: Sequence[int] | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
                  max_items: int | None = None) -> None:
         """``sizes``: work-items per point; by default powers of 16 up to ``max_items`` (itself
         included), or up to 64 Mi items on a GPU and 1 Mi on a CPU, within the device's memory."""
         super().__init__(ctx)
-        self.local_size = int(local_size)
+        self.local_size = positive(self.id, "work-group size", local_size)
         if sizes is None:
             # On a GPU the top size runs for milliseconds (2 x 2 GiB at a few TB/s), where host
             # and event timing should agree; below that the launch overhead shows.
@@ -42,12 +44,7 @@ class Timers(Sweep):
             fits = min(ctx.info.global_mem_bytes // 4, ctx.info.max_alloc_bytes) // FLOAT
             sizes = sorted({s for s in (1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 26, 1 << 28) if s < top} | {top})
             sizes = [s for s in sizes if s <= fits]
-        self.sizes = [int(s) for s in sizes]
-        for s in self.sizes:
-            if s <= 0 or s % self.local_size:
-                raise _core.InvalidArgumentError(
-                    f"{self.id}: size {s} is not a positive multiple of the work-group size "
-                    f"{self.local_size}")
+        self.sizes = [whole_groups(self.id, s, self.local_size) for s in sizes]
         self.kernel = ctx.program(file="copy.cl").kernel("offset_copy")
         self.rng = np.random.default_rng()
 

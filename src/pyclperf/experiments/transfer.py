@@ -1,5 +1,5 @@
 """transfer: host <-> device and device copies over a size sweep (Guide 3.1; Reverse's
-oclBandwidthTest), in every mode of transfer_rig: direction x host memory x access."""
+oclBandwidthTest), in every mode of _transfer.py: direction x host memory x access."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from typing import Any, Sequence
 import pandas as pd
 
 from .. import _core
+from ..results import OK
 from ..stats import GiB, KiB, MiB
 from .base import Sweep
-from .transfer_rig import ALL_MODES, Mode, TransferRig, transfer_limit
+from ._transfer import ALL_MODES, Mode, TransferRig, transfer_limit
 
 
 def sizes_up_to(top: int, bottom: int = KiB) -> list[int]:
@@ -27,7 +28,7 @@ def plateau(results: Any, largest: int = 3) -> pd.DataFrame:
     df = results.df
     if df.empty or "gbps" not in df:
         return pd.DataFrame(columns=["mode", "gbps", "from_bytes", "to_bytes", "points"])
-    ok = df[df["status"] == "ok"]
+    ok = df[df["status"] == OK]
     rows = []
     for mode, group in ok.groupby("mode", sort=False):
         top = group.nlargest(largest, "size_bytes")
@@ -42,6 +43,9 @@ def plateau(results: Any, largest: int = 3) -> pd.DataFrame:
 
 class Transfer(Sweep):
     id = "transfer"
+    description = ("H2D, D2H, D2D x pageable/pinned x direct/mapped, 1 KiB to 1 GiB, every transfer "
+                   "checked (Guide 3.1; `--size` is the largest transfer in bytes)")
+    order = 30
     title = "Host <-> device transfers"
     x = "size_bytes"
     x_label = "transfer size (bytes)"

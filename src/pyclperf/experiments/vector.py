@@ -1,10 +1,10 @@
 """vector: how wide each access is and how much each work-item moves.
 
 A float..float16 copy with 1, 2 or 4 elements per work-item (kernels/vector.cl, one build per
-variant), and the Reverse document's byte reversal with 1, 16 and 64 bytes per work-item
-(kernels/reverse.cl). The fastest verified copy is what pyclperf reports as the device's
-achievable bandwidth (``meta["best_gbps"]``, ``meta["best_variant"]``). Its conclusion names the
-CUDA reference for it, CUDA's own device copy (pyclperf.reference_cuda, timed by CUDA events
+variant), and the Reverse document's byte reversal with 1, 16 and 64 bytes per work-item (the
+reverse_* kernels of the same file). The fastest verified copy is what pyclperf reports as the
+device's achievable bandwidth (``meta["best_gbps"]``, ``meta["best_variant"]``). Its conclusion names
+the CUDA reference for it, CUDA's own device copy (pyclperf.reference_cuda, timed by CUDA events
 around batches of back-to-back launches), and measures it where CuPy reaches an NVIDIA device.
 """
 
@@ -18,8 +18,9 @@ import numpy as np
 from .. import _core
 from ..checks import compare, poison_device, random_bytes
 from ..stats import GiB, MiB
-from ..sweep import OK, timed_row, verdict
-from .base import Sweep, pick_variants
+from ..results import OK
+from ._kit import DEFAULT_LOCAL_SIZE, is_nvidia, pick, positive
+from .base import Check, Experiment, Launch, noise_note
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,12 @@ def _largest_power_of_two(limit: int) -> int:
     return 1 << (int(limit).bit_length() - 1)
 
 
-class VectorWidth(Sweep):
+class VectorWidth(Experiment):
     id = "vector"
+    description = ("float..float16 copies with 1-4 elements per work-item and the Reverse document's "
+                   "byte reversals; its best copy is the device's achievable bandwidth (`--size` is "
+                   "bytes)")
+    order = 70
     title = "Access width: vector copies and byte reversal"
     x = "variant"
     x_label = "variant"
@@ -66,15 +71,13 @@ class VectorWidth(Sweep):
     plot = {"kind": "bars", "label": "variant"}
     size_arg, values_arg = "nbytes", None  # bytes per buffer
 
-    def __init__(self, ctx: Any, nbytes: int | None = None, local_size: int = 256,
+    def __init__(self, ctx: Any, nbytes: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
                  variants: Sequence[str] | None = None, reference: bool = True) -> None:
         """``reference``: measure the CUDA reference copy in ``finish`` where it can be."""
         super().__init__(ctx)
         self.reference = reference
-        self.local_size = int(local_size)
-        if self.local_size <= 0:
-            raise _core.InvalidArgumentError(f"work-group size must be positive, got {self.local_size}")
-        self.variants = pick_variants(self.id, VARIANTS, variants)
+        self.local_size = positive(self.id, "work-group size", local_size)
+        self.variants = pick(self.id, VARIANTS, variants)
         info = ctx.info
         if nbytes is None:
             # Far past any cache on a GPU; small enough for PoCL to finish in seconds.
@@ -103,29 +106,24 @@ class VectorWidth(Sweep):
                                        defines={"ELEMENT": v.element, "PER_ITEM": v.per_item})
             k = program.kernel("vector_copy")
         else:
-            k = self.ctx.program(file="reverse.cl").kernel(f"reverse_{v.element}")
+            k = self.ctx.program(file="vector.cl").kernel(f"reverse_{v.element}")
         return k.set_args(self.dst, self.src)
 
-    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
-                verify: bool) -> dict[str, Any]:
+    def launch(self, point: dict[str, Any]) -> Launch:
         v = VARIANTS[point["variant"]]
-        kernel = self.kernel(v)
         items = self.nbytes // v.item_bytes
-        passed, detail = self._verify(kernel, v, items) if verify else (True, "not verified")
-        times = kernel.time(items, self.local_size, warmup=warmup, repeats=repeats, method=method)
-        row = {"items": items, "local_size": self.local_size,
-               **timed_row(times, 2 * self.nbytes, method)}
-        row.update(verdict(verify, passed, detail))
-        return row
+        return Launch.one(self.kernel(v), items, self.local_size, 2 * self.nbytes,
+                          columns={"items": items, "local_size": self.local_size})
 
-    def _verify(self, kernel: Any, v: Variant, items: int) -> tuple[bool, str]:
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        v = VARIANTS[point["variant"]]
         data = random_bytes(self.rng, self.nbytes)
         self.src.write(data)
         poison_device(self.dst)
-        kernel.run(items, self.local_size)
+        launch.run()
         out = np.empty(self.nbytes, np.uint8)
         self.dst.read(out)
-        return compare(out, np.flip(data) if v.kernel == "reverse" else data, "output bytes")
+        return Check(*compare(out, np.flip(data) if v.kernel == "reverse" else data, "output bytes"))
 
     def finish(self, results: Any) -> None:
         """The fastest verified copy is the device's achievable bandwidth."""
@@ -136,7 +134,8 @@ class VectorWidth(Sweep):
         best = max(copies, key=lambda r: r["gbps"])
         results.meta["best_variant"] = best["variant"]
         results.meta["best_gbps"] = best["gbps"]
-        text = f"achievable bandwidth: {best['gbps']:.1f} GB/s ({best['variant']}, verified)"
+        text = (f"achievable bandwidth: {best['gbps']:.1f} GB/s ({best['variant']}, verified)"
+                + noise_note(best))
         if best.get("fraction_of_peak") is not None:
             results.meta["best_fraction_of_peak"] = best["fraction_of_peak"]
             text += f", {100 * best['fraction_of_peak']:.0f}% of the theoretical peak"
@@ -146,13 +145,12 @@ class VectorWidth(Sweep):
         """The best copy against CUDA's own copy of the same bytes where CuPy can measure it;
         otherwise which reference applies, how it is timed, and why it was not measured."""
         from .. import reference_cuda as rc
-        from .matmul import _is_nvidia
 
         applies = (f"the CUDA reference that applies is {rc.COPY_REFERENCE} of the same "
                    f"{self.nbytes} bytes, timed by {rc.TIMED_AS}")
         if not self.reference:
             return f"no CUDA reference measured (not requested); {applies}"
-        if not _is_nvidia(self.ctx.info):
+        if not is_nvidia(self.ctx.info):
             return f"no CUDA reference measured ({self.ctx.info.name} is not an NVIDIA device); {applies}"
         try:
             ref = rc.CudaReference().device_copy(self.nbytes, "memcpy").measure(batches=5)
@@ -168,5 +166,6 @@ class VectorWidth(Sweep):
     @classmethod
     def summary(cls, results: Any) -> Any:
         df = results.df
-        cols = ["variant", "status", "items", "median_ns", "spread_pct", "gbps", "fraction_of_peak"]
+        cols = ["variant", "status", "items", "median_ns", "spread_pct", "noisy", "gbps",
+                "fraction_of_peak"]
         return df[[c for c in cols if c in df]]

@@ -2,7 +2,7 @@
 
 Array of structs (24-byte particles), the same bytes read as three float2, a 16-byte aligned
 float4 + float2 struct (32 bytes with padding), struct of arrays, Tradeoffs' structure of arrays
-of structures (a float4 array and a float2 array) and blocked AoSoA (kernels/layout.cl, one
+of structures (a float4 array and a float2 array) and blocked AoSoA (kernels/aos.cl, one
 build). Every layout needs the same 48 bytes per particle; the effective bandwidth shows what
 each layout's access pattern costs.
 """
@@ -15,11 +15,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import POISON_U32, poison_device
+from ..checks import POISON_U32, compare_close, max_abs_error, poison_device
 from ..program import ceil_to
-from ..sweep import OK
-from .base import Sweep, pick_variants
-from .caches import EPS32, _check_local, close, table, verified_timing
+from ..results import OK
+from ._kit import DEFAULT_LOCAL_SIZE, EPS32, pick, positive, table
+from .base import Check, Experiment, Launch, noise_note
 
 FIELDS = 6  # x, y, z, vx, vy, vz
 PARTICLE_BYTES = FIELDS * 4
@@ -103,8 +103,11 @@ def step_reference(p: np.ndarray) -> np.ndarray:
     return q
 
 
-class StructLayout(Sweep):
+class StructLayout(Experiment):
     id = "aos"
+    description = ("a particle update in AoS, float2-read AoS, a 16-byte aligned struct, SoA, SoAoS and "
+                   "AoSoA (Tradeoffs; `--size` is the particle count)")
+    order = 80
     title = "Particle update: AoS, SoA, aligned structs and SoAoS"
     x = "layout"
     x_label = "layout"
@@ -112,12 +115,12 @@ class StructLayout(Sweep):
     plot = {"kind": "bars", "label": "layout"}
     size_arg, values_arg = "particles", None
 
-    def __init__(self, ctx: Any, particles: int | None = None, local_size: int = 256,
+    def __init__(self, ctx: Any, particles: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
                  layouts: Sequence[str] | None = None) -> None:
         super().__init__(ctx)
         info = ctx.info
-        self.layouts = pick_variants(self.id, LAYOUTS, layouts)
-        self.local_size = _check_local(info, local_size)
+        self.layouts = pick(self.id, LAYOUTS, layouts, "layouts")
+        self.local_size = positive(self.id, "work-group size", local_size)
         if particles is None:
             # 8 Mi particles (192-256 MiB per buffer, far past the L2) on a GPU; 64 Ki on a CPU.
             particles = 1 << 23 if info.is_gpu else 1 << 16
@@ -147,38 +150,37 @@ class StructLayout(Sweep):
         """Six floats read and six written per particle, whatever the layout stores."""
         return 2 * PARTICLE_BYTES * self.n
 
+    def global_size(self) -> int:
+        return ceil_to(self.n, self.local_size)
+
+    def program(self) -> Any:
+        return self.ctx.program(file="aos.cl", defines={"BLOCK": BLOCK})
+
     def kernel(self, v: Layout) -> Any:
-        k = self.ctx.program(file="layout.cl", defines={"BLOCK": BLOCK}).kernel(v.kernel)
-        return k.set_args(self.dst, self.src, np.int32(self.n), np.float32(DT), np.float32(DAMP),
-                          np.float32(GRAVITY))
+        return self.program().kernel(v.kernel).set_args(
+            self.dst, self.src, np.int32(self.n), np.float32(DT), np.float32(DAMP), np.float32(GRAVITY))
 
-    def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
-                verify: bool) -> dict[str, Any]:
+    def launch(self, point: dict[str, Any]) -> Launch:
+        return Launch.one(self.kernel(LAYOUTS[point["layout"]]), self.global_size(),
+                          self.local_size, self.bytes_moved(), columns={"particles": self.n})
+
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
         v = LAYOUTS[point["layout"]]
-        kernel = self.kernel(v)
-        global_size = ceil_to(self.n, self.local_size)
-        return {"particles": self.n, **verified_timing(
-            verify, lambda: self._verify(kernel, v, global_size),
-            lambda: kernel.time(global_size, self.local_size, warmup=warmup, repeats=repeats,
-                                method=method),
-            self.bytes_moved(), method)}
-
-    def _verify(self, kernel: Any, v: Layout, global_size: int) -> tuple[bool, str, dict[str, Any]]:
         p = np.hstack([self.rng.uniform(-1, 1, (self.n, 3)),
                        self.rng.uniform(-10, 10, (self.n, 3))]).astype(np.float32)
         self.src.write(v.pack(p))
         poison_device(self.dst)
-        kernel.run(global_size, self.local_size)
+        launch.run()
         raw = np.empty(self.n * v.stored_bytes // 4, np.float32)
         self.dst.read(raw)
         got, padding = v.unpack(raw, self.n)
         if not (padding.view(np.uint32) == POISON_U32).all():
-            return False, "padding bytes between particles were overwritten", {}
+            return Check(False, "padding bytes between particles were overwritten")
         # Each output is two or three float32 operations on values below 11 in magnitude (the
         # device may fuse them): a few eps of 11 bounds the rounding.
-        passed, detail, worst = close(np.ascontiguousarray(got), step_reference(p), 4 * EPS32 * 11,
-                                      "particle fields")
-        return passed, detail, {"max_abs_error": worst}
+        got, want = np.ascontiguousarray(got), step_reference(p)
+        return Check(*compare_close(got, want, 4 * EPS32 * 11, "particle fields"),
+                     {"max_abs_error": max_abs_error(got, want)})
 
     def finish(self, results: Any) -> None:
         """The fastest layout, and each layout against plain AoS and SoA."""
@@ -192,7 +194,7 @@ class StructLayout(Sweep):
             if aos is not None:
                 r["speedup_vs_aos"] = aos["median_ns"] / r["median_ns"]
         results.meta["best_layout"] = best
-        text = f"fastest layout: {best} ({rows[best]['gbps']:.1f} GB/s effective)"
+        text = f"fastest layout: {best} ({rows[best]['gbps']:.1f} GB/s effective){noise_note(rows[best])}"
         if aos is not None:
             text += "; vs AoS: " + ", ".join(
                 f"{n} {r['speedup_vs_aos']:.2f}x" for n, r in rows.items() if n != "AoS")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..sweep import OK, SKIPPED
+from ..results import OK, SKIPPED
 from .base import Sweep
 
 CEILINGS = {
@@ -19,6 +19,8 @@ CEILINGS = {
 
 class PeakExperiment(Sweep):
     id = "peak"
+    description = "the theoretical DRAM and PCIe bandwidth from NVML or your figures (Guide 2.2.1)"
+    order = 20
     title = "Theoretical bandwidth"
     x = "ceiling"
     x_label = "ceiling"

@@ -1,5 +1,5 @@
 // 1-D convolution along the rows of a 2-D float image, with the filter taps and the input read
-// from different memories (EXPERIMENTS.md `constant`, after Quasar 9.1 and Guide 3.2.4-3.2.5):
+// from different memories (experiment `constant`, after Quasar 9.1 and Guide 3.2.4-3.2.5):
 //
 //   y[r][c] = sum_{k < TAPS} x[r][min(c + k, width - 1)] * f[k]
 //

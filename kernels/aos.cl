@@ -1,4 +1,4 @@
-// One particle update in five memory layouts (EXPERIMENTS.md `aos`, after Tradeoffs' "AoS vs
+// One particle update in five memory layouts (experiment `aos`, after Tradeoffs' "AoS vs
 // SoA" and "SoAoS" slides). A particle has six floats, position (x, y, z) and velocity
 // (vx, vy, vz); each step damps the velocity, applies gravity and moves the particle:
 //

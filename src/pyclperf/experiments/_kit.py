@@ -1,0 +1,155 @@
+"""What several experiments need and no single one owns: the default work-group size, the one
+variant picker, the one launch check (the core's validate_launch) and the argument checks.
+
+No experiment imports another experiment; what two of them share lives here (or in checks.py
+for comparisons)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..checks import POISON_U32, compare, poison_device
+
+# The work-group size every experiment that takes one starts from (the CLI's --local-size).
+DEFAULT_LOCAL_SIZE = 256
+
+FLOAT = 4  # bytes of a float, an int or a uint
+EPS32 = 2.0**-23  # float32 machine epsilon (np.finfo(np.float32).eps)
+
+
+def pick(experiment: str, known: Mapping[str, Any] | Sequence[str], given: Sequence[str] | None,
+         what: str = "variants") -> list[Any]:
+    """The entries ``given`` chooses among ``known`` (all of them when ``given`` is None), in the
+    order given: the table's values where ``known`` is a mapping, else the names.
+
+    An unknown name or an empty choice raises InvalidArgumentError naming the known ones."""
+    names = list(known)
+    chosen = list(given) if given is not None else names
+    unknown = [n for n in chosen if n not in names]
+    if unknown or not chosen:
+        raise _core.InvalidArgumentError(
+            f"{experiment}: unknown or no {what} {unknown}; known: {', '.join(map(str, names))}")
+    if isinstance(known, Mapping):
+        return [known[n] for n in chosen]
+    return chosen
+
+
+def check_launch(experiment: str, kernel: Any, global_size: Any, local_size: Any) -> None:
+    """Refuse (InvalidArgumentError) a launch the device cannot take: the core's own check
+    (``_core.validate_launch``: dimensions, CL_DEVICE_MAX_WORK_GROUP_SIZE and _ITEM_SIZES, a
+    local size that divides the global size). What the driver refuses beyond that (a kernel's
+    own limit) is the launch's to report: a ClError, the row's "launch failed"."""
+    g = [int(v) for v in (global_size if isinstance(global_size, (list, tuple)) else [global_size])]
+    if local_size is None:
+        l: list[int] = []
+    else:
+        l = [int(v) for v in (local_size if isinstance(local_size, (list, tuple)) else [local_size])]
+    try:
+        _core.validate_launch(kernel, g, l)
+    except _core.InvalidArgumentError as exc:
+        raise _core.InvalidArgumentError(f"{experiment}: {exc}") from None
+
+
+def positive(experiment: str, name: str, value: Any) -> int:
+    """``value`` as a positive int, else InvalidArgumentError."""
+    v = int(value)
+    if v <= 0:
+        raise _core.InvalidArgumentError(f"{experiment}: {name} must be positive, got {v}")
+    return v
+
+
+def whole_groups(experiment: str, items: Any, sizes: Any) -> int:
+    """``items`` as an int, refused unless it is a positive multiple of every work-group size in
+    ``sizes`` (one or several): each experiment's size knob must fill whole work-groups. (Whether
+    a work-group size itself fits the device is the core's launch check, per point.)"""
+    n = int(items)
+    sizes = [int(s) for s in (sizes if isinstance(sizes, (list, tuple)) else [sizes])]
+    if not sizes or min(sizes) <= 0:
+        raise _core.InvalidArgumentError(f"{experiment}: work-group sizes must be positive, got {sizes}")
+    bad = [s for s in sizes if n <= 0 or n % s]
+    if bad:
+        raise _core.InvalidArgumentError(
+            f"{experiment}: size {n} is not a positive multiple of the work-group size "
+            f"{', '.join(map(str, bad))}")
+    return n
+
+
+def check_alloc(experiment: str, info: Any, nbytes: int, what: str = "a buffer") -> int:
+    """``nbytes`` if one allocation of it fits the device, else InvalidArgumentError."""
+    if nbytes > info.max_alloc_bytes:
+        raise _core.InvalidArgumentError(
+            f"{experiment}: {what} of {nbytes} bytes exceeds the device's largest allocation of "
+            f"{info.max_alloc_bytes} bytes (CL_DEVICE_MAX_MEM_ALLOC_SIZE)")
+    return int(nbytes)
+
+
+def default_groups(info: Any, work_items_wanted: int, local_size: int, per_unit: int = 32) -> int:
+    """Work-groups for a grid-stride kernel: enough to fill every compute unit several times
+    over (``per_unit`` groups each), never more than the input gives one work-item each."""
+    return max(1, min(-(-work_items_wanted // local_size), per_unit * info.compute_units))
+
+
+def table(results: Any, columns: Sequence[str]) -> Any:
+    """A summary table: those of ``columns`` the results have, in that order."""
+    df = results.df
+    return df[[c for c in columns if c in df]]
+
+
+def round_trip(src: Any, dst: Any, data: np.ndarray, run: Any, dtype: Any = None,
+               shape: Any = None) -> np.ndarray:
+    """One verifying launch: ``data`` into ``src``, ``dst`` poisoned (so an element nobody wrote
+    shows), ``run()``, and ``dst`` read back (``shape`` and ``dtype`` default to the data's)."""
+    src.write(np.ascontiguousarray(data))
+    poison_device(dst)
+    run()
+    out = np.empty(data.shape if shape is None else shape, data.dtype if dtype is None else dtype)
+    dst.read(out)
+    return out
+
+
+def check_copy(rng: np.random.Generator, src: Any, dst: Any, run: Any, span: int,
+               touched: slice, what: str = "copied floats") -> tuple[bool, str]:
+    """Verify a 32-bit copy: ``span`` fresh random words into ``src``, ``dst`` poisoned,
+    ``run()`` (one launch), then ``dst``'s first ``span`` words must equal the input at
+    ``touched`` and still hold the poison everywhere else (a guard against stray writes)."""
+    data = rng.integers(0, 2**32, size=span, dtype=np.uint32)
+    src.write(data)
+    poison_device(dst)
+    run()
+    out = np.empty(span, np.uint32)
+    dst.read(out)
+    want = np.full(span, POISON_U32, dtype=np.uint32)
+    want[touched] = data[touched]
+    return compare(out, want, what)
+
+
+# --- images (constant, texture) ---------------------------------------------------------------
+
+def image_bytes(info: Any, width: int, height: int) -> int:
+    """Bytes of a width x height float image; InvalidArgumentError past the allocation limit or
+    the kernels' int index range."""
+    nbytes = width * height * FLOAT
+    if nbytes > info.max_alloc_bytes or width * height >= 2**31:
+        raise _core.InvalidArgumentError(
+            f"{width} x {height} floats ({nbytes} bytes) exceed the device's largest allocation "
+            f"of {info.max_alloc_bytes} bytes or the kernels' int index range")
+    return nbytes
+
+
+def no_images_reason(ctx: Any) -> str:
+    return f"needs image support, which {ctx.info.name} lacks (CL_DEVICE_IMAGE_SUPPORT = false)"
+
+
+def check_image_side(info: Any, width: int, height: int, what: str) -> None:
+    if info.image_support and (width > info.image2d_max_width or height > info.image2d_max_height):
+        raise _core.InvalidArgumentError(
+            f"{what}: {width} x {height} exceeds the device's largest 2-D image of "
+            f"{info.image2d_max_width} x {info.image2d_max_height} (CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT)")
+
+
+def is_nvidia(info: _core.DeviceInfo) -> bool:
+    """Whether a CUDA reference (CuPy) can describe the same GPU: NVIDIA's OpenCL platform."""
+    return "NVIDIA" in f"{info.vendor} {info.platform_name}".upper()

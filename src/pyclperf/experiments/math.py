@@ -1,0 +1,193 @@
+"""math: sin, cos, exp, log, rsqrt against native_ and half_ (Guide 5.1.4; kernels/math.cl):
+throughput, and the error of one evaluation per element on fresh random inputs against NumPy
+float64, held to the OpenCL C bounds. See _throughput.py for the metric."""
+
+from __future__ import annotations
+
+import math as _pymath
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..checks import ulp_error
+from ..results import OK, WRONG
+from ._kit import DEFAULT_LOCAL_SIZE, pick
+from ._throughput import EPS, HALF_EPS, Throughput, fmt
+from .base import Check, Launch
+
+# Minimum accuracy of the precise single-precision functions, full profile: OpenCL C
+# specification, section 7.4 "Relative Error as ULPs", table "ULP values for single precision
+# built-in math functions": sin, cos <= 4 ulp; exp, log <= 3 ulp; rsqrt <= 2 ulp; every half_
+# function <= 8192 ulp; native_* "implementation-defined". (The embedded profile allows 4 ulp for
+# exp, log and rsqrt; pyclperf holds devices to the full profile.)
+PRECISE_ULP = {"sin": 4.0, "cos": 4.0, "exp": 3.0, "log": 3.0, "rsqrt": 2.0}
+HALF_ULP = 8192.0
+# half_sin and half_cos are defined only for |x| <= 2^16 (OpenCL C, math functions table).
+HALF_TRIG_LIMIT = 2.0**16
+
+REFERENCE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "sin": np.sin, "cos": np.cos, "exp": np.exp, "log": np.log,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+}
+
+# Input ranges: trigonometric functions near zero and where range reduction has work to do
+# (beyond 105615, CUDA's single-precision sine switches to its slow Payne-Hanek reduction).
+DOMAINS: dict[str, tuple[tuple[str, float, float], ...]] = {
+    "sin": (("[-pi,pi]", -_pymath.pi, _pymath.pi), ("[-1e4,1e4]", -1e4, 1e4), ("[-1e6,1e6]", -1e6, 1e6)),
+    "cos": (("[-pi,pi]", -_pymath.pi, _pymath.pi), ("[-1e4,1e4]", -1e4, 1e4), ("[-1e6,1e6]", -1e6, 1e6)),
+    "exp": (("[-80,80]", -80.0, 80.0),),
+    "log": (("(0,1e6]", 0.0, 1e6),),
+    "rsqrt": (("(0,1e6]", 0.0, 1e6),),
+}
+IMPLS = ("precise", "native", "half")
+# How far native_ results may stray in the loop check: this many times the largest error one
+# evaluation showed on the same range, per evaluation summed (their accuracy has no bound).
+NATIVE_SLACK = 4.0
+
+
+def math_call(function: str, impl: str) -> str:
+    return function if impl == "precise" else f"{impl}_{function}"
+
+
+def math_inputs(rng: np.random.Generator, lo: float, hi: float, n: int) -> np.ndarray:
+    """``n`` float32 values uniform on [lo, hi], or on (0, hi] where lo is 0."""
+    x = rng.uniform(lo, hi, n).astype(np.float32)
+    if lo == 0.0:
+        x[x <= 0] = np.float32(hi)
+    return x
+
+
+class MathFunctions(Throughput):
+    id = "math"
+    description = ("sin, cos, exp, log, rsqrt against `native_` and `half_`: Gop/s and ULP error vs "
+                   "float64 held to the OpenCL C bounds (Guide 5.1.4; `--size` is work-items)")
+    order = 180
+    title = "Math functions: precise vs native_ vs half_"
+    guide = "Guide 5.1.4 (and 5.1, 5.1.2); OpenCL C 7.4 ULP table"
+    summary_extra = ("max_ulp", "mean_ulp", "bound_ulp")
+
+    def __init__(self, ctx: Any, items: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
+                 iters: int | None = None, functions: Sequence[str] | None = None,
+                 impls: Sequence[str] | None = None) -> None:
+        self.functions = pick(self.id, list(DOMAINS), functions, "functions")
+        self.impls = pick(self.id, IMPLS, impls, "impls")
+        super().__init__(ctx, items, local_size, iters)
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"variant": f"{math_call(f, i)} {name}", "function": f, "impl": i,
+                 "call": math_call(f, i), "domain": name, "lo": lo, "hi": hi}
+                for f in self.functions for name, lo, hi in DOMAINS[f] for i in self.impls]
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "op": "one call of the function (each loop iteration also adds "
+                "1 to an integer and the result to a float sum)",
+                "precise_ulp_bounds": PRECISE_ULP, "half_ulp_bound": HALF_ULP}
+
+    def program(self, call: str) -> Any:
+        return self.ctx.program(file="math.cl", defines={"FUNC": call, "ITERS": self.iters})
+
+    def skip(self, point: dict[str, Any]) -> str | None:
+        lo, hi = point["lo"], point["hi"]
+        if point["impl"] == "half" and point["function"] in ("sin", "cos") and max(-lo, hi) > HALF_TRIG_LIMIT:
+            return f"{point['call']} is defined only for |x| <= 2^16 (OpenCL C)"
+        return None
+
+    def launch(self, point: dict[str, Any]) -> Launch:
+        loop = self.program(point["call"]).kernel("math_loop").set_args(self.dst, self.src)
+        return self.throughput(loop, 1)
+
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        """One evaluation per element against float64 (the OpenCL C bound), then the loop."""
+        evaluate = self.program(point["call"]).kernel("math_eval").set_args(self.dst, self.src)
+        passed, detail, stats = self._accuracy(evaluate, point)
+        if passed:
+            passed, detail = self._verify_loop(launch.steps[0][0], point, stats["max_abs_err"])
+        return Check(passed, detail, stats)
+
+    def _accuracy(self, kernel: Any, point: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
+        """One evaluation per element on fresh inputs: max absolute and ULP error vs float64."""
+        x = math_inputs(self.rng, point["lo"], point["hi"], self.items)
+        got = self._launch(kernel, x, np.float32)
+        ref = REFERENCE[point["function"]](x.astype(np.float64))
+        finite = np.isfinite(got)
+        ulps = ulp_error(got, ref)
+        abs_err = np.abs(got.astype(np.float64) - ref)
+        bound = PRECISE_ULP[point["function"]] if point["impl"] == "precise" else (
+            HALF_ULP if point["impl"] == "half" else None)
+        max_ulp = float(ulps.max())
+        stats = {"samples": int(x.size), "nonfinite": int((~finite).sum()), "max_ulp": max_ulp,
+                 "mean_ulp": float(ulps[finite].mean()) if finite.any() else float("inf"),
+                 "max_abs_err": float(abs_err.max()) if finite.all() else float("inf"),
+                 "bound_ulp": bound}
+        if not finite.all():
+            first = int(np.flatnonzero(~finite)[0])
+            return False, (f"{stats['nonfinite']} of {x.size} results are not finite; first at {first}: "
+                           f"{point['call']}({x[first]!r}) gave {got[first]!r}"), stats
+        if bound is not None and max_ulp > bound:
+            worst = int(np.argmax(ulps))
+            return False, (f"max error {max_ulp:.3g} ulp exceeds the OpenCL C bound of "
+                           f"{bound:g} ulp: {point['call']}({x[worst]!r}) gave {got[worst]!r}, "
+                           f"float64 says {ref[worst]!r}"), stats
+        return True, "", stats
+
+    def _verify_loop(self, kernel: Any, point: dict[str, Any], max_abs_err: float) -> tuple[bool, str]:
+        """The loop's sums: all finite; a sample of them within a tolerance of the float64 sum.
+
+        Tolerance per work-item, with S the sum of |f| over its ITERS arguments: for a function
+        with a bound of B ulp, B * 2^-23 * S (each term's error, as ulp(v) <= 2^-23 |v|) plus
+        ITERS * 2^-24 * S (rounding of the running sum). For native_ functions, whose error has no
+        bound, NATIVE_SLACK times the largest absolute error one evaluation showed on this range,
+        per term, plus the same rounding allowance.
+        """
+        x = math_inputs(self.rng, point["lo"], point["hi"], self.items)
+        got = self._launch(kernel, x, np.float32)
+        if not np.isfinite(got).all():
+            first = int(np.flatnonzero(~np.isfinite(got))[0])
+            return False, f"loop sum of work-item {first} is {got[first]!r} (not finite or not written)"
+        idx = self._sample()
+        args = (x[idx].view(np.uint32)[:, None] + np.arange(self.iters, dtype=np.uint32)[None, :])
+        terms = REFERENCE[point["function"]](args.view(np.float32).astype(np.float64))
+        ref = terms.sum(axis=1)
+        magnitude = np.abs(terms).sum(axis=1)
+        if point["impl"] == "native":
+            tol = NATIVE_SLACK * max_abs_err * self.iters + self.iters * HALF_EPS * magnitude
+        else:
+            bound = PRECISE_ULP[point["function"]] if point["impl"] == "precise" else HALF_ULP
+            tol = (bound * EPS + self.iters * HALF_EPS) * magnitude
+        err = np.abs(got[idx].astype(np.float64) - ref)
+        bad = np.flatnonzero(err > tol)
+        if bad.size:
+            j = int(bad[0])
+            return False, (f"{bad.size} of {idx.size} checked loop sums differ from float64 beyond "
+                           f"the tolerance; work-item {int(idx[j])}: got {got[idx[j]]!r}, want "
+                           f"{ref[j]:.9g} +- {tol[j]:.3g}")
+        return True, ""
+
+    def finish(self, results: Any) -> None:
+        """Speed of native_ (and half_) against the precise function per range, and the cost of
+        range reduction, beside the Guide's claim."""
+        rows = {(r["function"], r["domain"], r["impl"]): r for r in results.rows if r.get("status") == OK}
+        speedups: dict[str, float] = {}
+        parts = []
+        for f in self.functions:
+            for name, _, _ in DOMAINS[f]:
+                precise, native = rows.get((f, name, "precise")), rows.get((f, name, "native"))
+                if precise and native:
+                    s = native["gops"] / precise["gops"]
+                    speedups[f"{f} {name}"] = s
+                    parts.append(f"native_{f} {name}: {s:.1f}x the speed of {f} "
+                                 f"(max error {fmt(native['max_ulp'])} ulp vs {fmt(precise['max_ulp'])})")
+            narrow = rows.get((f, DOMAINS[f][0][0], "precise"))
+            wide = rows.get((f, DOMAINS[f][-1][0], "precise"))
+            if narrow and wide and wide is not narrow:
+                parts.append(f"{f} on {DOMAINS[f][-1][0]}: {narrow['gops'] / wide['gops']:.1f}x the "
+                             f"time per call on {DOMAINS[f][0][0]} (range reduction)")
+        results.meta["native_speedup"] = speedups
+        wrong = [r["variant"] for r in results.rows if r.get("status") == WRONG]
+        text = "; ".join(parts) if parts else "no precise/native pair verified"
+        if wrong:
+            text += f". Outside the OpenCL C accuracy bounds (or not finite): {', '.join(wrong)}"
+        results.meta["conclusion"] = (
+            text + ". Guide 5.1.4 (2009): native_sin/cos/exp run at 1 op per clock per multiprocessor, "
+            "the precise functions are much slower and about 10x slower again when the argument "
+            "needs range reduction.")
