@@ -58,7 +58,30 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_out_dir(out: str) -> Path:
+    """``--out`` as a folder that can be written, checked before anything runs (a sweep that
+    only fails when saving loses its whole run). ValueError with one line otherwise."""
+    out_dir = Path(out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--out {out} is an existing file; give a folder (it holds one file per experiment)")
+    probe = out_dir
+    while not probe.exists():  # the nearest existing ancestor decides whether mkdir can work
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out} cannot be written ({probe} is not a writable folder)")
+    return out_dir
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    from pyclperf.results import results_lock
+
+    out_dir = check_out_dir(args.out)
+    # The lock is taken before the device is opened, so a second writer is refused at once.
+    with results_lock(out_dir / f"{args.experiment}.jsonl"):
+        return _run_locked(args, out_dir)
+
+
+def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     import pyclperf
     from pyclperf.experiments import get, run
@@ -66,7 +89,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pyclperf.stats import NOISY_SPREAD_PCT
 
     ctx = pyclperf.Context(args.device)
-    out_dir = Path(args.out)
     print(f"{args.experiment} on {ctx.info.name} ({ctx.info.platform_name})", flush=True)
     results = run(args.experiment, ctx, size=args.size, local_size=args.local_size,
                   warmup=args.warmup, repeats=args.repeats, method=args.method,
@@ -180,8 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:  # the command line shows a sentence, not a traceback
         from pyclperf import PyclperfError
+        from pyclperf.results import LockedError
 
-        if isinstance(exc, (PyclperfError, ValueError, FileNotFoundError)):
+        if isinstance(exc, (PyclperfError, ValueError, FileNotFoundError, LockedError)):
             print(f"pyclperf: error: {exc}", file=sys.stderr)
             return 2
         raise
