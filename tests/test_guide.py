@@ -83,3 +83,27 @@ def test_guide_quick_on_the_cpu_device(ctx, tmp_path, capsys, monkeypatch):
         assert f"href='#{name}'" in text
         path = out / "results" / f"{name}.jsonl"
         assert not path.exists() or Results.load(path).meta["experiment"] == name
+
+
+def test_budget_and_interruption_still_write_the_page(tmp_path):
+    calls = []
+
+    def slow(name, out_dir, device, quick, timeout, extra):
+        calls.append(timeout)
+        time.sleep(1.2)
+        return guide.Outcome(name, guide.PASSED, 1.2, 0, "")
+
+    page, outcomes = guide.run_guide(tmp_path / "b", only="offset,stride,banks", runner=slow,
+                                     progress=False, budget_s=2.0)
+    assert outcomes[0].status == guide.PASSED and outcomes[-1].status == guide.NOT_RUN
+    assert calls[0] <= 2.0 and guide.NOT_RUN in page.read_text()
+
+    def interrupted(name, *args):
+        if name == "stride":
+            raise KeyboardInterrupt
+        return guide.Outcome(name, guide.PASSED, 0.1, 0, "")
+
+    page, outcomes = guide.run_guide(tmp_path / "i", only="offset,stride,banks", runner=interrupted,
+                                     progress=False)
+    assert [o.status for o in outcomes] == [guide.PASSED, guide.INTERRUPTED, guide.INTERRUPTED]
+    assert page.is_file()

@@ -34,6 +34,8 @@ ONLY_ENV = "PYCLPERF_GUIDE_ONLY"
 
 # What happened to an experiment's process.
 PASSED, FAILED, TIMED_OUT, CRASHED, REFUSED = "passed", "some points failed", "timed out", "crashed", "refused"
+NOT_RUN = "not run (budget spent)"
+INTERRUPTED = "not run (interrupted)"
 
 
 @dataclass
@@ -91,6 +93,10 @@ def run_one(experiment: str, out_dir: Path, device: str | None, quick: bool,
     try:
         _, err = proc.communicate(timeout=timeout_s)
         status = _status(proc.returncode)
+    except KeyboardInterrupt:
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session: Ctrl-C did not reach it
+        proc.wait()
+        raise
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         _, err = proc.communicate()
@@ -111,10 +117,12 @@ def run_one(experiment: str, out_dir: Path, device: str | None, quick: bool,
 def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: bool = False,
               timeout_s: float | None = None, only: str | None = None,
               progress: bool = True, runner: Callable[..., Outcome] = run_one,
-              peak_gbps: float | None = None) -> tuple[Path, list[Outcome]]:
+              peak_gbps: float | None = None, budget_s: float | None = None) -> tuple[Path, list[Outcome]]:
     """Run the catalogue (or ``only``) and write ``out/guide.html``; returns its path and the
     outcome of every experiment. ``peak_gbps`` is the theoretical DRAM bandwidth where NVML
-    cannot tell (the roofline needs it)."""
+    cannot tell (the roofline needs it). ``budget_s`` bounds the whole run: each experiment's
+    timeout shrinks to what is left, and those that find nothing left are listed as not run.
+    Ctrl-C (or SIGTERM) stops the run; the page is still written with what finished."""
     from tqdm import tqdm
 
     from .cli import check_out_dir
@@ -126,11 +134,20 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     ids = experiment_ids(only if only is not None else os.environ.get(ONLY_ENV))
     timeout = timeout_s if timeout_s is not None else (QUICK_TIMEOUT_S if quick else TIMEOUT_S)
     outcomes: list[Outcome] = []
+    start = time.monotonic()
+    extra = ["--peak-gbps", str(peak_gbps)] if peak_gbps else []
     with tqdm(total=len(ids), unit="experiment", disable=not progress, file=sys.stderr) as bar:
         for name in ids:
             bar.set_postfix_str(name)
-            extra = ["--peak-gbps", str(peak_gbps)] if peak_gbps else []
-            outcome = runner(name, results_dir, device, quick, timeout, extra)
+            left = budget_s - (time.monotonic() - start) if budget_s is not None else timeout
+            if left < 1:
+                outcome = Outcome(name, NOT_RUN, 0.0, None)
+            else:
+                try:
+                    outcome = runner(name, results_dir, device, quick, min(timeout, left), extra)
+                except KeyboardInterrupt:
+                    outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
+                    break
             outcomes.append(outcome)
             if outcome.status != PASSED:
                 bar.write(f"{name}: {outcome.status}" + (f" ({outcome.stderr_tail.splitlines()[-1]})"
@@ -140,13 +157,21 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     return page, outcomes
 
 
+def _term_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # `timeout` and schedulers send SIGTERM: stop as Ctrl-C does
+
+
 def cmd_guide(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, _term_as_interrupt)
     page, outcomes = run_guide(args.out, device=args.device, quick=args.quick,
-                               timeout_s=args.timeout, only=args.only, peak_gbps=args.peak_gbps)
+                               timeout_s=args.timeout, only=args.only, peak_gbps=args.peak_gbps,
+                               budget_s=args.budget)
     bad = [o for o in outcomes if o.status != PASSED]
     print(f"{len(outcomes) - len(bad)} of {len(outcomes)} experiments passed"
           + (f"; not passed: {', '.join(f'{o.experiment} ({o.status})' for o in bad)}" if bad else ""))
     print(f"wrote {page}")
+    if any(o.status == INTERRUPTED for o in outcomes):
+        return 130
     return 1 if bad else 0
 
 
@@ -168,6 +193,9 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter],
                         f"(default {TIMEOUT_S:.0f}, {QUICK_TIMEOUT_S:.0f} with --quick)")
     g.add_argument("--only", default=None, metavar="IDS",
                    help=f"comma-separated experiment ids to run instead of all (also ${ONLY_ENV})")
+    g.add_argument("--budget", type=float, default=None, metavar="S",
+                   help="seconds the whole run may take: later experiments get what is left, and "
+                        "those that find nothing left are listed as not run")
     g.add_argument("--peak-gbps", type=float, default=None,
                    help="theoretical device-memory bandwidth, where NVML cannot tell (rooflines need it)")
     g.set_defaults(func=cmd_guide)
