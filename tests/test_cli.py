@@ -98,8 +98,9 @@ def test_compare_cli_header_force_and_regression_gate(runs, tmp_path, capsys):
     assert "measured different things" in err and "\n" not in err
     assert cli.main(["compare", pa, pc, "--force"]) == 0
     assert "warning: the runs differ in" in capsys.readouterr().err
-    # A made-up regression: B at half A's bandwidth trips a 10% gate, not a 60% one.
-    slow = pyclperf.Results(dict(b.meta), [{**r, "gbps": r["gbps"] / 2} for r in b.rows])
+    # A made-up regression: exactly half A's bandwidth (A's own rows halved, so no timing noise)
+    # trips a 10% gate, not a 60% one.
+    slow = pyclperf.Results(dict(a.meta), [{**r, "gbps": r["gbps"] / 2} for r in a.rows])
     slow.to_json(tmp_path / "slow.jsonl")
     assert cli.main(["compare", pa, str(tmp_path / "slow.jsonl"), "--fail-if-slower", "10"]) == cli.EXIT_SLOWER
     assert "slower than A by more than 10%" in capsys.readouterr().err
