@@ -39,8 +39,8 @@ def test_every_option_has_help_and_exit_codes_are_documented():
 def test_run_help_lists_each_experiment_with_its_description():
     run = _subparsers(cli.build_parser())["run"]
     text = run.format_help()
-    for cls in catalogue():
-        assert f"{cls.id:<13} {cls.description}"[:60] in text.replace("\n", " ") or cls.id in text
+    for cls in catalogue():  # the epilog is printed as written: one line per experiment
+        assert f"  {cls.id:<13} {cls.description}" in text, cls.id
 
 
 def test_readme_documents_exit_codes():
