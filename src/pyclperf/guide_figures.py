@@ -35,7 +35,8 @@ class SourceFigure:
     experiment: str
     source: str        # what the document says, with its device
     what: str          # the ratio, in words (both for the source and this device)
-    ratio: float | None  # the source's ratio; None where it states a direction only
+    ratio: float | None  # the source's ratio; None where it states a direction only, or for an
+    # absolute figure (whose ``measure`` already divides this device's figure by the source's)
     direction: int     # +1: the ratio is expected above 1; -1: below 1
     measure: Callable[[Results], float | None]  # this device's ratio; None where it cannot be had
     absolute: bool = False  # a hardware figure: a ratio is shown, no verdict
@@ -83,10 +84,10 @@ def _meta_ratio(path: tuple[str, ...], reference: float) -> Callable[[Results], 
 
 FIGURES: dict[str, SourceFigure] = {f.experiment: f for f in (
     SourceFigure("timers", "Guide 2.1: GPU timer resolution about 0.5 µs",
-                 "profiling timer resolution / 0.5 µs", 1.0, -1,
+                 "profiling timer resolution / 0.5 µs", None, -1,
                  _meta_ratio(("device", "profiling_timer_resolution_ns"), 500.0), absolute=True),
     SourceFigure("peak", "Guide 2.2.1: GTX 280, 1107 MHz x 512 bit -> 141.6 GB/s",
-                 "theoretical bandwidth / 141.6 GB/s", 1.0, +1, _meta_ratio(("peak_gbps",), 141.6),
+                 "theoretical bandwidth / 141.6 GB/s", None, +1, _meta_ratio(("peak_gbps",), 141.6),
                  absolute=True),
     SourceFigure("transfer", "Guide 3.1: pinned > 5 GB/s; Reverse (9600 GT): pageable H2D 2.27 GB/s",
                  "H2D pinned / H2D pageable bandwidth", 5.0 / 2.27, +1,
