@@ -107,3 +107,22 @@ def test_budget_and_interruption_still_write_the_page(tmp_path):
                                      progress=False)
     assert [o.status for o in outcomes] == [guide.PASSED, guide.INTERRUPTED, guide.INTERRUPTED]
     assert page.is_file()
+
+
+def test_sigterm_stops_the_guide_and_the_page_is_written(ctx, tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "t"
+    proc = subprocess.Popen([sys.executable, "-m", "pyclperf", "guide", "--only", "timers,offset,stride",
+                             "--device", _spec(ctx), "--quick", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (out / "results").is_dir() and time.monotonic() < deadline:
+        time.sleep(0.1)  # the folder appears once the guide (and its SIGTERM handler) is running
+    time.sleep(1)  # inside the first experiment's process
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-1000:]
+    assert guide.INTERRUPTED in (out / "guide.html").read_text()
