@@ -43,3 +43,13 @@ def test_roofline_ceilings_and_ridge():
     assert roof.attainable(1e4) == pytest.approx(roof.peak_gflops) and roof.bound(1e4) == "compute-bound"
     assert "FLOP/clock/CU (assumed" in roof.assumption
     assert models.roofline_for({"device": meta["device"]}) is None  # no DRAM figure: no roofline
+
+
+def test_copy_conclusion_names_the_slowest_point_and_the_model():
+    from pyclperf.results import Results
+
+    rows = [{"stride": s, "status": "ok", "gbps": g} for s, g in ((1, 100.0), (2, 60.0), (8, 20.0))]
+    text = models.copy_conclusion(Results({"experiment": "stride", "x": "stride"}, rows), 1)
+    assert text == ("stride: slowest at stride 8: 20.0 GB/s, 0.20x the stride-1 figure (100.0 GB/s); "
+                    "the 32-byte-sector model predicts 0.12x")
+    assert "no baseline" in models.copy_conclusion(Results({"experiment": "stride", "x": "stride"}, rows[1:]), 1)

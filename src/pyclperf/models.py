@@ -7,9 +7,10 @@ that matches says the mechanism is understood; one that does not says where to l
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+from .results import OK
 
 # Today's NVIDIA and AMD GPUs move global memory in 32-byte sectors, grouped in 128-byte cache
 # lines; the Guide's 2009 GPUs moved whole 32/64/128-byte segments. A warp (wavefront) is the
@@ -108,6 +109,16 @@ def roofline_for(meta: dict[str, Any], flops_per_clock_per_cu: float | None = No
     return Roofline(peak_gflops(float(clock), int(cus), per_cu), float(dram), assumption)
 
 
-def ratio_log_effect(ratio: float) -> float:
-    """An effect's size on a symmetric scale: 2x faster and 2x slower are equally large."""
-    return math.log(ratio) if ratio > 0 else float("nan")
+def copy_conclusion(results: Any, baseline: int) -> str:
+    """One line for offset and stride: the slowest point against the aligned (offset 0) or
+    unit-stride figure, beside what the 32-byte-sector model predicts for it."""
+    x = results.meta["x"]
+    ok = [r for r in results.rows if r.get("status") == OK and r.get("gbps")]
+    base = next((r for r in ok if r[x] == baseline), None)
+    if base is None:
+        return f"{results.experiment}: {x} {baseline} did not verify; no baseline to compare with"
+    worst = min(ok, key=lambda r: r["gbps"])
+    model = sector_model(x, [worst[x]], 1.0)[0]
+    return (f"{results.experiment}: slowest at {x} {worst[x]}: {worst['gbps']:.1f} GB/s, "
+            f"{worst['gbps'] / base['gbps']:.2f}x the {x}-{baseline} figure ({base['gbps']:.1f} GB/s); "
+            f"the 32-byte-sector model predicts {model:.2f}x")

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..results import OK
 from ._kit import FLOAT, DEFAULT_LOCAL_SIZE, check_copy, positive
 from .base import Check, Experiment, Launch
 
@@ -68,6 +67,11 @@ class CopyPattern(Experiment):
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "items": self.items, "local_size": self.local_size}
 
+    def finish(self, results: Any) -> None:
+        from ..models import copy_conclusion
+
+        results.meta["conclusion"] = copy_conclusion(results, 0 if self.x == "offset" else 1)
+
     def points(self) -> list[dict[str, Any]]:
         return [{self.x: v} for v in self.values]
 
@@ -76,32 +80,12 @@ class CopyPattern(Experiment):
         return Launch.one(self.kernel, self.items, self.local_size, 2 * self.items * FLOAT,
                           columns={"items": self.items, "local_size": self.local_size})
 
-    def finish(self, results: Any) -> None:
-        results.meta["conclusion"] = copy_conclusion(results, 0 if self.x == "offset" else 1)
-
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         v = point[self.x]
         # Fresh random bits (any float, NaNs included): a copy must reproduce them exactly.
         span = min(self.capacity, self.elements_needed(v) + GUARD_ELEMENTS)
         return Check(*check_copy(self.rng, self.src, self.dst, launch.run, span, self.indices(v),
                                  "checked elements"))
-
-
-def copy_conclusion(results: Any, baseline: int) -> str:
-    """One line for offset and stride: the slowest point against the aligned (offset 0) or
-    unit-stride figure, beside what the 32-byte-sector model predicts for it (models.py)."""
-    from ..models import sector_model
-
-    x = results.meta["x"]
-    ok = [r for r in results.rows if r.get("status") == OK and r.get("gbps")]
-    base = next((r for r in ok if r[x] == baseline), None)
-    if base is None:
-        return f"{results.experiment}: {x} {baseline} did not verify; no baseline to compare with"
-    worst = min(ok, key=lambda r: r["gbps"])
-    model = sector_model(x, [worst[x]], 1.0)[0]
-    return (f"{results.experiment}: slowest at {x} {worst[x]}: {worst['gbps']:.1f} GB/s, "
-            f"{worst['gbps'] / base['gbps']:.2f}x the {x}-{baseline} figure ({base['gbps']:.1f} GB/s); "
-            f"the 32-byte-sector model predicts {model:.2f}x")
 
 
 def fit_items(info: _core.DeviceInfo, want: int, elements_per_item: int, multiple: int = 1024) -> int:
