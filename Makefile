@@ -14,7 +14,7 @@ DEBS := g++ ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers opencl-clhpp-he
 BUILD_DEPS := scikit-build-core pybind11 cmake ninja
 SOURCES := $(shell find src kernels -type f -not -path '*/__pycache__/*') CMakeLists.txt pyproject.toml
 
-.PHONY: all deps venv install demo test sanitize leakcheck clean distclean
+.PHONY: all deps venv install demo test lab sanitize leakcheck clean distclean
 
 all: install
 
@@ -61,6 +61,11 @@ demo: install
 
 test: install
 	$(PY) -m pytest
+
+# JupyterLab on the notebooks (the `notebook` extra: installed into the venv on first use).
+lab: install
+	$(PY) -c 'import jupyterlab' 2>/dev/null || $(PY) -m pip install -q "jupyterlab>=4" "ipykernel>=6"
+	$(VENV)/bin/jupyter lab notebooks
 
 # The core and bindings built with AddressSanitizer + UndefinedBehaviorSanitizer into their own
 # folder (the venv keeps the normal build), then the test suite run against that build. Leak

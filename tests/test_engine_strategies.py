@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import math
 
 import pytest
 
 from pyclperf.engine.strategies import Budget, make_strategy
+
+# The model-based strategies need the [tune] extra; where it is missing they are skipped with
+# the reason (test_missing_optuna_names_the_extra checks the message users get then).
+NEEDS_OPTUNA = pytest.mark.skipif(importlib.util.find_spec("optuna") is None,
+                                  reason="optuna is not installed (pip install \"pyclperf[tune]\")")
 
 
 def space(xs: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128),
@@ -50,7 +56,8 @@ def test_random_sample_is_a_seeded_permutation_with_kt_fraction() -> None:
     assert len(drive(make_strategy("random_sample", cs, seed=1, max_fevals=10))) == 10
 
 
-@pytest.mark.parametrize("name", ["brute_force", "random_sample", "tpe", "bayes_opt"])
+@pytest.mark.parametrize("name", ["brute_force", "random_sample", pytest.param("tpe", marks=NEEDS_OPTUNA),
+                                  pytest.param("bayes_opt", marks=NEEDS_OPTUNA)])
 def test_resumed_configs_are_never_asked_again(name: str) -> None:
     cs = space()
     s = make_strategy(name, cs, seed=0, options={"fraction": 1.0} if name == "random_sample" else None)
@@ -63,7 +70,7 @@ def test_resumed_configs_are_never_asked_again(name: str) -> None:
     assert sorted(keys(asked) + keys(resumed)) == sorted(keys(cs))
 
 
-@pytest.mark.parametrize("name", ["brute_force", "random_sample", "tpe"])
+@pytest.mark.parametrize("name", ["brute_force", "random_sample", pytest.param("tpe", marks=NEEDS_OPTUNA)])
 def test_max_fevals_bounds_new_and_resumed_evaluations(name: str) -> None:
     cs = space()
     s = make_strategy(name, cs, seed=0, options={"max_fevals": 12})
@@ -82,6 +89,7 @@ def test_time_limit_stops_asking() -> None:
     assert s.ask() is None
 
 
+@NEEDS_OPTUNA
 def test_tpe_only_returns_allowed_configs_even_when_most_are_disallowed() -> None:
     # The allowed set is 6 scattered configs of a 32-point product space: TPE's proposals mostly
     # miss it, and the strategy must fall back rather than stall or step outside.
@@ -91,6 +99,7 @@ def test_tpe_only_returns_allowed_configs_even_when_most_are_disallowed() -> Non
     assert sorted(keys(got)) == sorted(keys(cs))
 
 
+@NEEDS_OPTUNA
 def test_tpe_failed_configs_are_not_retried() -> None:
     cs = space()
     s = make_strategy("tpe", cs, seed=2, options={"n_startup_trials": 4})
@@ -98,6 +107,7 @@ def test_tpe_failed_configs_are_not_retried() -> None:
     assert sorted(keys(got)) == sorted(keys(cs))
 
 
+@NEEDS_OPTUNA
 def test_tpe_finds_the_minimum_better_than_random_on_average() -> None:
     # 256 configs, 30 evaluations, a bowl centred at x=2**7, y=2**3; seeds fixed, so the
     # comparison is deterministic (measured: TPE 1.25, random 3.25 on average over 8 seeds).

@@ -113,9 +113,17 @@ def test_device_details_cover_the_devices_entry(ctx, capsys):
     assert "preferred_work_group_multiple" in capsys.readouterr().out
 
 
-def test_conclusion_names_the_cuda_reference_and_how_it_is_timed(results):
-    # PoCL: nothing to compare with, but the conclusion says what would apply and how timed.
+def test_conclusion_names_the_cuda_reference_and_how_it_is_timed(results, ctx):
+    import importlib.util
+
+    from pyclperf.experiments._kit import is_nvidia
+
     text = results.meta["conclusion"]
+    if is_nvidia(ctx.info) and importlib.util.find_spec("cupy") is not None:
+        # An NVIDIA GPU with CuPy: the conclusion gives the ratio to CUDA's own copy.
+        assert "x the CUDA" in text and "CUDA events around" in text
+        return
+    # PoCL: nothing to compare with, but the conclusion says what would apply and how timed.
     assert "no CUDA reference measured" in text and "not an NVIDIA device" in text
     assert "cudaMemcpyAsync device-to-device" in text
     assert "CUDA events around batches of back-to-back launches" in text

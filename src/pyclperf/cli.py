@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
     import pyclperf
+
+# Exit codes, the same for every command (the --help epilog and the README list them).
+EXIT_OK = 0
+EXIT_FAILED = 1        # ran, but some point (or guide experiment) did not pass
+EXIT_ERROR = 2         # bad input: nothing ran (argparse's usage errors use 2 as well)
+EXIT_SLOWER = 3        # compare --fail-if-slower: B is slower than A beyond the threshold
+EXIT_INTERRUPTED = 130  # Ctrl-C: finished points are saved
+EXIT_CODES = f"""exit codes:
+  {EXIT_OK}    success
+  {EXIT_FAILED}    some point did not pass (wrong result, launch failed, ...) or a guide experiment failed
+  {EXIT_ERROR}    bad input or usage: nothing ran (one line on stderr says why)
+  {EXIT_SLOWER}    compare --fail-if-slower: B slower than A beyond the threshold
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C); finished points are saved"""
 
 
 def _human_bytes(nbytes: int) -> str:
@@ -38,7 +53,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     devices = pyclperf.list_devices()
     if not devices:
         print("no OpenCL device found; install an ICD (e.g. `make deps` installs PoCL)")
-        return 1
+        return EXIT_FAILED
     try:
         chosen = pyclperf.select_device(None)
     except pyclperf.InvalidArgumentError as exc:
@@ -55,10 +70,33 @@ def cmd_devices(args: argparse.Namespace) -> int:
     from pyclperf._icd import NOTE
 
     print(f"(* = default device; ICD: {NOTE})")
-    return 0
+    return EXIT_OK
+
+
+def check_out_dir(out: str) -> Path:
+    """``--out`` as a folder that can be written, checked before anything runs (a sweep that
+    only fails when saving loses its whole run). ValueError with one line otherwise."""
+    out_dir = Path(out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--out {out} is an existing file; give a folder (it holds one file per experiment)")
+    probe = out_dir
+    while not probe.exists():  # the nearest existing ancestor decides whether mkdir can work
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out} cannot be written ({probe} is not a writable folder)")
+    return out_dir
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from pyclperf.results import results_lock
+
+    out_dir = check_out_dir(args.out)
+    # The lock is taken before the device is opened, so a second writer is refused at once.
+    with results_lock(out_dir / f"{args.experiment}.jsonl"):
+        return _run_locked(args, out_dir)
+
+
+def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     import pyclperf
     from pyclperf.experiments import get, run
@@ -67,13 +105,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pyclperf.stats import NOISY_SPREAD_PCT
 
     ctx = pyclperf.Context(args.device)
-    out_dir = Path(args.out)
-    print(f"{args.experiment} on {ctx.info.name} ({ctx.info.platform_name}); timing: "
-          f"{timing_label(args.method)}", flush=True)
+    # With --json, stdout carries the rows alone (for a pipe); every message goes to stderr.
+    say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    say(f"{args.experiment} on {ctx.info.name} ({ctx.info.platform_name}); timing: "
+        f"{timing_label(args.method)}")
     results = run(args.experiment, ctx, size=args.size, local_size=args.local_size,
                   warmup=args.warmup, repeats=args.repeats, method=args.method,
                   out=out_dir / f"{args.experiment}.jsonl", progress=None,
-                  peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps)
+                  peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps, min_time_s=args.min_time_s)
     paths = {"csv": results.to_csv(out_dir / f"{args.experiment}.csv")}
     df = results.df
     x = results.meta["x"]
@@ -83,28 +122,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     if table is not None and "noisy" in df and "noisy" not in table and len(table) == len(df):
         table = table.assign(noisy=df["noisy"].to_numpy())
     if table is not None:
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+        say(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     if "noisy" in df and df["noisy"].fillna(False).astype(bool).any():
-        print(f"{int(df['noisy'].fillna(False).astype(bool).sum())} point(s) noisy: the spread of "
+        say(f"{int(df['noisy'].fillna(False).astype(bool).sum())} point(s) noisy: the spread of "
               f"their times exceeds {NOISY_SPREAD_PCT:.0f}% (column spread_pct); read them with care")
     if results.meta.get("conclusion"):
-        print(results.meta["conclusion"])
+        say(results.meta["conclusion"])
     if not args.no_plot and "status" in df and (df["status"] == OK).any():
         png = pyclperf.save_plot(results, out_dir / f"{args.experiment}.png")
         if png is not None:
             paths["png"] = Path(png)
     for kind, p in paths.items():
-        print(f"wrote {p}")
-    print(f"wrote {out_dir / (args.experiment + '.jsonl')}")
+        say(f"wrote {p}")
+    say(f"wrote {out_dir / (args.experiment + '.jsonl')}")
+    if args.json:
+        print(json.dumps([_plain(r) for r in results.rows]))
     if results.meta.get("interrupted"):
         print("interrupted: the finished points are saved", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     # A skipped point (a ceiling nobody can know here) is reported, not failed.
     failed = int((~df["status"].isin(NOT_FAILED)).sum()) if "status" in df else len(df)
     if failed:
         print(f"{failed} point(s) did not pass: see the 'status' and 'error' columns", file=sys.stderr)
-        return 1
-    return 0
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _plain(row: dict[str, object]) -> dict[str, object]:
+    """A row as strict JSON: NaN and infinities (untimed fields) become null."""
+    out: dict[str, object] = {}
+    for k, v in row.items():
+        if hasattr(v, "item"):
+            v = v.item()
+        out[k] = None if isinstance(v, float) and not math.isfinite(v) else v
+    return out
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -112,19 +163,39 @@ def cmd_report(args: argparse.Namespace) -> int:
     from pyclperf.report import write_report
 
     print(f"wrote {write_report(args.results, args.out)}")
-    return 0
+    return EXIT_OK
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from pyclperf.report import compare
+    from pyclperf.compare import compare, slower_rows
     from pyclperf.results import Results
 
-    table = compare(Results.load(args.a), Results.load(args.b), metric=args.metric)
+    a, b = Results.load(args.a), Results.load(args.b)
+    table = compare(a, b, metric=args.metric, force=args.force)
+    for diff in table.attrs["differences"]:
+        print(f"warning: the runs differ in {diff} (compared anyway: --force)", file=sys.stderr)
+    print(f"{a.experiment}: A = {args.a}, B = {args.b}")
+    print(table.attrs["header"])
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.csv:
         table.to_csv(args.csv, index=False)
         print(f"wrote {args.csv}")
-    return 0
+    if args.fail_if_slower is not None:
+        slower = slower_rows(table, args.fail_if_slower)
+        if not slower.empty:
+            print(f"{len(slower)} row(s) of B slower than A by more than {args.fail_if_slower:g}% "
+                  f"in {table.attrs['metric']}", file=sys.stderr)
+            return EXIT_SLOWER
+    return EXIT_OK
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("pyclperf")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -164,27 +235,32 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from pyclperf.experiments import DEFAULT_LOCAL_SIZE, catalogue, names
 
-    p = argparse.ArgumentParser(prog="pyclperf", description="GPU memory-performance experiments over OpenCL")
-    sub = p.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("devices", help="list OpenCL devices")
+    raw = argparse.RawDescriptionHelpFormatter
+    p = argparse.ArgumentParser(prog="pyclperf", description="GPU memory-performance experiments over OpenCL",
+                                formatter_class=raw, epilog=EXIT_CODES)
+    p.add_argument("--version", action="version", version=f"pyclperf {_version()}",
+                   help="print pyclperf's version and exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    d = sub.add_parser("devices", help="list OpenCL devices", epilog=EXIT_CODES, formatter_class=raw)
     d.add_argument("--details", action="store_true", help="every property that matters here")
     d.set_defaults(func=cmd_devices)
     listing = "\n".join(f"  {cls.id:<13} {cls.description}" for cls in catalogue())
     r = sub.add_parser("run", help="run an experiment, verify it, save CSV/JSONL and a plot",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="experiments:\n" + listing)
+                       formatter_class=raw, epilog="experiments:\n" + listing + "\n\n" + EXIT_CODES)
     r.add_argument("experiment", choices=names(), metavar="EXPERIMENT",
                    help="one of the experiments listed below")
-    r.add_argument("--device", default=None,
-                   help="index, 'platform:device', 'gpu'/'cpu' or a name substring "
-                        "(default: $PYCLPERF_DEVICE, else first GPU, else CPU)")
+    _device_option(r)
     r.add_argument("--size", type=int, default=None,
                    help="problem size: work-items for kernel sweeps, bytes for transfer (largest), "
                         "batching (total) and vector (per buffer) (default: by device kind)")
     r.add_argument("--local-size", type=int, default=None,
                    help=f"work-group size, for the experiments that take one (default {DEFAULT_LOCAL_SIZE})")
-    r.add_argument("--warmup", type=int, default=3)
-    r.add_argument("--repeats", type=int, default=20)
+    r.add_argument("--warmup", type=int, default=3, help="untimed launches before timing each point (default 3)")
+    r.add_argument("--repeats", type=int, default=20,
+                   help="least number of timed launches per point; more until --min-time-s adds up (default 20)")
+    r.add_argument("--min-time-s", type=float, default=None,
+                   help="least total kernel time per point, in seconds: launches continue until it "
+                        "adds up (default 0.02; 0 times exactly --repeats launches)")
     r.add_argument("--method", choices=("events", "host"), default="events",
                    help="event profiling (default), or a host clock around enqueue+finish, "
                         "which includes the launch gap")
@@ -192,20 +268,30 @@ def build_parser() -> argparse.ArgumentParser:
                    help="theoretical device-memory bandwidth, instead of NVML's figures")
     r.add_argument("--pcie-gbps", type=float, default=None,
                    help="theoretical PCIe bandwidth per direction, instead of NVML's figures")
-    r.add_argument("--out", default="results", help="output folder (default ./results)")
-    r.add_argument("--no-plot", action="store_true")
+    r.add_argument("--out", default="results", help="output folder (default ./results); one writer per file")
+    r.add_argument("--no-plot", action="store_true", help="skip the PNG figure")
+    r.add_argument("--json", action="store_true",
+                   help="print the rows as one JSON array on stdout (messages go to stderr)")
     r.set_defaults(func=cmd_run)
-    rep = sub.add_parser("report", help="one self-contained HTML page from results files")
+    rep = sub.add_parser("report", help="one self-contained HTML page from results files",
+                         epilog=EXIT_CODES, formatter_class=raw)
     rep.add_argument("results", nargs="+", help="results files (.jsonl)")
     rep.add_argument("--out", default="report", help="output folder (default ./report)")
     rep.set_defaults(func=cmd_report)
-    cmp_ = sub.add_parser("compare", help="two results files of one experiment side by side")
-    cmp_.add_argument("a")
-    cmp_.add_argument("b")
+    cmp_ = sub.add_parser("compare", help="two results files of one experiment side by side",
+                          epilog=EXIT_CODES, formatter_class=raw)
+    cmp_.add_argument("a", help="results file A (.jsonl): the reference")
+    cmp_.add_argument("b", help="results file B (.jsonl): ratios are B/A")
     cmp_.add_argument("--metric", default=None, help="column to compare (default gbps, else median_ns)")
     cmp_.add_argument("--csv", default=None, help="also write the table as CSV")
+    cmp_.add_argument("--force", action="store_true",
+                      help="compare even when the runs differ in more than device and driver "
+                           "(size, local size, swept values, options, pyclperf version)")
+    cmp_.add_argument("--fail-if-slower", type=float, default=None, metavar="PCT",
+                      help=f"exit {EXIT_SLOWER} when any row of B is slower than A by more than PCT percent")
     cmp_.set_defaults(func=cmd_compare)
-    t = sub.add_parser("tune", help="tune a kernel described by a JSON spec (see pyclperf.engine.spec)")
+    t = sub.add_parser("tune", help="tune a kernel described by a JSON spec (see pyclperf.engine.spec)",
+                       epilog=EXIT_CODES, formatter_class=raw)
     t.add_argument("spec", help="the spec file (JSON)")
     t.add_argument("--device", default=None, help="as for 'run' (default: $PYCLPERF_DEVICE, else first GPU)")
     t.add_argument("--strategy", default=None, help="override the spec's strategy")
@@ -216,7 +302,20 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--top", type=int, default=10, help="rows of the best-configs table (default 10)")
     t.add_argument("--dry-run", action="store_true", help="check the spec and show what would run")
     t.set_defaults(func=cmd_tune)
+    add_guide_parser(sub, raw)
     return p
+
+
+def _device_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", default=None,
+                        help="index, 'platform:device', 'gpu'/'cpu' or a name substring "
+                             "(default: $PYCLPERF_DEVICE, else first GPU, else CPU)")
+
+
+def add_guide_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
+    from pyclperf.guide import add_parser
+
+    add_parser(sub, raw, _device_option, EXIT_CODES)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -225,13 +324,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as exc:  # the command line shows a sentence, not a traceback
         from pyclperf import PyclperfError
+        from pyclperf.results import LockedError
 
-        if isinstance(exc, (PyclperfError, ValueError, FileNotFoundError)):
+        if isinstance(exc, (PyclperfError, ValueError, FileNotFoundError, LockedError)):
             print(f"pyclperf: error: {exc}", file=sys.stderr)
-            return 2
+            return EXIT_ERROR
         raise
 
 

@@ -52,6 +52,8 @@ class Context(_core.Context):
     # --- memory -------------------------------------------------------------------------
     def buffer(self, nbytes: int) -> _core.Buffer:
         """Uninitialised device memory of ``nbytes`` bytes."""
+        if int(nbytes) <= 0:  # else pybind answers "incompatible constructor arguments"
+            raise _core.InvalidArgumentError(f"buffer size must be a positive number of bytes, got {nbytes}")
         return _core.Buffer(self, int(nbytes))
 
     def to_device(self, array: np.ndarray) -> _core.Buffer:

@@ -24,7 +24,8 @@ PCIE_LINKS: dict[int, tuple[float, float]] = {
     6: (64.0, 128 / 130),
 }
 
-HINT_DRAM = "install pyclperf[nvml] or pass peak_gbps= (or memory_clock_mhz= and bus_width_bits=)"
+HINT_DRAM = ("install pyclperf[nvml], or give the figure: --peak-gbps on the command line, peak_gbps= "
+             "(or memory_clock_mhz= and bus_width_bits=) in Python")
 HINT_PCIE = "install pyclperf[nvml] or pass pcie_gbps="
 
 

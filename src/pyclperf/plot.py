@@ -28,8 +28,10 @@ def plot_bandwidth(results: Results, ax: Any = None, label: str | None = None) -
     name = results.meta.get("device", {}).get("name", "device")
     lo = ok["bytes"] / ok["max_ns"]
     hi = ok["bytes"] / ok["min_ns"]
-    line = ax.plot(ok[x], ok["gbps"], marker="o", ms=4, label=label or name)[0]
-    ax.fill_between(ok[x], lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+    line = ax.plot(ok[x], ok["gbps"], marker="o", ms=4, label=f"{label or name} (median)")[0]
+    # The band is the fastest and slowest launch of each point, not a confidence interval.
+    ax.fill_between(ok[x], lo, hi, color=line.get_color(), alpha=0.2, linewidth=0,
+                    label="min-max over the timed launches")
     _mark_noisy(ax, ok, x, "gbps")
     if not bad.empty and "gbps" in bad:
         ax.plot(bad[x], np.nan_to_num(bad["gbps"]), "x", color="red", label="failed verification")
@@ -151,7 +153,16 @@ def plot_bars(results: Results, label: str = "variant", ax: Any = None, value: s
         raise ValueError(f"results have no {value!r} rows to plot")
     fig, ax = _axes(ax, figsize=(7, 0.3 * len(df) + 1.5))
     colors = ["tab:blue" if s == OK else "tab:red" for s in df["status"]]
-    bars = ax.barh(df[label].astype(str), np.nan_to_num(df[value].astype(float), nan=0.0), color=colors)
+    heights = np.nan_to_num(df[value].astype(float), nan=0.0)
+    # Horizontal bars: long variant names sit on the y axis, one per line, never overlapping.
+    bars = ax.barh(df[label].astype(str), heights, color=colors, label=f"{value} at the median time")
+    whiskers = rate_range(df, value)
+    if whiskers is not None:
+        lo, hi = whiskers
+        ax.errorbar(heights, np.arange(len(df)), xerr=[np.clip(heights - lo, 0, None),
+                    np.clip(hi - heights, 0, None)], fmt="none", ecolor="black", capsize=2, lw=0.8,
+                    label="min-max over the timed launches")
+        ax.legend(fontsize=7, loc="lower right")
     if "noisy" in df:  # hatched: the spread of its times exceeds the noise threshold
         for bar, noisy in zip(bars, df["noisy"].fillna(False).astype(bool)):
             if noisy:
@@ -162,6 +173,21 @@ def plot_bars(results: Results, label: str = "variant", ax: Any = None, value: s
     _title(ax, results)
     ax.grid(True, axis="x", alpha=0.3)
     return fig
+
+
+def rate_range(df: Any, value: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The range of a rate column (bandwidth, operations per second) over a row's timed
+    launches: a rate is an amount over the time, so the slowest launch (max_ns) gives the low end
+    and the fastest (min_ns) the high end. None where the rows carry no times."""
+    if not {"median_ns", "min_ns", "max_ns"} <= set(df.columns):
+        return None
+    rate = df[value].astype(float).to_numpy()
+    median = df["median_ns"].astype(float).to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = rate * median / df["max_ns"].astype(float).to_numpy()
+        hi = rate * median / df["min_ns"].astype(float).to_numpy()
+    lo, hi = np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=0.0)
+    return (lo, hi) if np.isfinite(hi).all() else None
 
 
 def plot_lines(results: Results, y: str, ylabel: str, group: str | None = None,
@@ -187,7 +213,12 @@ def plot_lines(results: Results, y: str, ylabel: str, group: str | None = None,
         rows = rows.sort_values(x)
         label = (label_format.format(name) if group
                  else results.meta.get("device", {}).get("name", "device"))
-        line = ax.plot(rows[x], rows[y], marker="o", ms=3, label=label)[0]
+        # Several points at one x (occupancy's capped targets) would make the line jump back
+        # and forth: the line joins their medians, every point is still drawn.
+        medians = rows.groupby(x, sort=True)[y].median()
+        line = ax.plot(medians.index, medians.to_numpy(), marker="o", ms=3, label=label)[0]
+        if len(medians) < len(rows):
+            ax.plot(rows[x], rows[y], ".", ms=3, color=line.get_color(), label="_nolegend_")
         _mark_noisy(ax, rows, x, y)
         if mark and mark in rows:
             ringed = rows[rows[mark].astype(bool)]
@@ -217,17 +248,35 @@ def plot_model(results: Results, group: str, value: str, model: str, ylabel: str
                ax: Any = None, logx: bool = True, logy: bool = True) -> Any:
     """A measured column of the verified rows against ``meta['x']``, one solid line per value of
     ``group``, each beside the prediction in column ``model`` (dashed, same colour)."""
+    import matplotlib.pyplot as plt
+
     df = _rows_with(results, group, value, model)
     x = results.meta["x"]
-    fig, ax = _axes(ax)
+    # The model gets its own panel under the measurement: on one log axis its integer steps
+    # drew dashed spikes across the measured curves, and the two quantities have different units.
+    if ax is None:
+        fig, (ax, model_ax) = plt.subplots(2, 1, figsize=(7, 6), sharex=True, layout="constrained",
+                                           height_ratios=(3, 2))
+    else:
+        fig, model_ax = ax.figure, None
     ok = df[df["status"] == OK]
     for name, rows in ok.groupby(group, sort=False):
         rows = rows.sort_values(x)
         line = ax.plot(rows[x], rows[value], marker="o", ms=3, label=f"{name}: measured")[0]
         _mark_noisy(ax, rows, x, value)
-        ax.plot(rows[x], rows[model], ls="--", lw=1, color=line.get_color(),
-                label=f"{name}: {model.replace('_', ' ')}")
-    _finish(ax, results, ylabel or value, logx, logy)
+        if model_ax is not None:
+            model_ax.step(rows[x], rows[model], where="mid", lw=1, color=line.get_color(),
+                          label=f"{name}: {model.replace('_', ' ')}")
+    measured_label = (ylabel or value).split("(solid)")[0].strip().rstrip(";")
+    _finish(ax, results, measured_label, logx, logy)
+    if model_ax is not None:
+        if logx:
+            model_ax.set_xscale("log", base=2)
+        model_ax.set_ylabel(f"model: {model.replace('_', ' ')}")
+        model_ax.set_xlabel(results.meta.get("x_label") or x)
+        model_ax.grid(True, which="both", alpha=0.3)
+        model_ax.legend(fontsize=7)
+        ax.set_xlabel("")
     return fig
 
 

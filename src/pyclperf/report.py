@@ -9,8 +9,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-import pandas as pd
-
+from .compare import compare  # noqa: F401  (its home before compare.py)
 from .results import Results
 from .sweep import timing_label
 
@@ -21,20 +20,25 @@ th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
 th { background: #f3f3f3; }
 td.bad { color: #b00; }
 .meta { font-size: 0.85em; color: #555; }
+.scroll { overflow-x: auto; max-width: 100%; }
+img { max-width: 100%; height: auto; }
 """
 
 _TABLE_COLUMNS = ("status", "median_ns", "min_ns", "max_ns", "spread_pct", "gbps", "time_ms", "error")
 
 
-def _figure_png(results: Results) -> str | None:
-    """The experiment's plot as a base64 PNG, or None when it has nothing to plot."""
+def figure_png(results: Results) -> str | None:
+    """The experiment's own figure (plot.plot_results, as its ``plot`` spec says) as a base64
+    PNG; None when it has no figure or nothing to draw."""
     import matplotlib.pyplot as plt
 
-    from .plot import plot_bandwidth
+    from .plot import plot_results
 
     try:
-        fig = plot_bandwidth(results)
-    except ValueError:
+        fig = plot_results(results)
+    except (ValueError, KeyError):
+        return None
+    if fig is None:
         return None
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
@@ -42,7 +46,22 @@ def _figure_png(results: Results) -> str | None:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _table(results: Results) -> str:
+_figure_png = figure_png  # the name earlier code used
+
+
+def human_time(ns: float) -> str:
+    """A duration in the unit a reader takes in at a glance: 51.2 µs, not 5.12e+04 ns."""
+    if ns != ns:  # NaN: a row that was not timed
+        return ""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def table_html(results: Results) -> str:
+    """The rows as an HTML table inside a horizontally scrolling box (wide sweeps never spill
+    over the page), times written in ns/µs/ms/s."""
     df = results.df
     if df.empty:
         return "<p>(no rows)</p>"
@@ -50,7 +69,18 @@ def _table(results: Results) -> str:
               and c not in ("n", "mean_ns", "q1_ns", "q3_ns", "iqr_ns", "bytes", "method",
                             "gbps_best", "verified", "items", "local_size", "config")]
     cols = params + [c for c in _TABLE_COLUMNS if c in df.columns]
-    return df[cols].to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="", border=0)
+    shown = df[cols].copy()
+    renamed = {}
+    for c in cols:
+        if c.endswith("_ns"):
+            shown[c] = [human_time(float(v)) if v is not None else "" for v in shown[c]]
+            renamed[c] = c[:-3].replace("_", " ") + " time"
+    shown = shown.rename(columns=renamed)
+    body = shown.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="", border=0)
+    return f"<div class='scroll'>{body}</div>"
+
+
+_table = table_html
 
 
 def _device_block(results: Results) -> str:
@@ -72,10 +102,14 @@ def render_html(all_results: Sequence[Results], title: str = "pyclperf report") 
                 f"{dev.get('name', '?')} · {m.get('platform', '?')} · driver {m.get('driver', '?')} · "
                 f"timing: {timing_label(str(m.get('method', '?')))} · {m.get('created', '')}"
                 + (" · INTERRUPTED" if m.get("interrupted") else "")) + "</p>")
-        png = _figure_png(res)
+        png = figure_png(res)
         if png:
-            parts.append(f"<img alt='plot' src='data:image/png;base64,{png}'>")
-        parts.append(_table(res))
+            parts.append(f"<img alt='{html.escape(res.experiment)} plot' src='data:image/png;base64,{png}'>")
+        if m.get("conclusion"):
+            parts.append(f"<p class='conclusion'>{html.escape(str(m['conclusion']))}</p>")
+        for warning in m.get("load_warnings", []):
+            parts.append(f"<p class='meta'>warning: {html.escape(str(warning))}</p>")
+        parts.append(table_html(res))
         parts.append(_device_block(res))
     parts.append("</body></html>")
     return "\n".join(parts)
@@ -89,30 +123,3 @@ def write_report(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.Path
     page = out / "report.html"
     page.write_text(render_html(loaded), encoding="utf-8")
     return page
-
-
-def compare(a: Results, b: Results, metric: str | None = None) -> pd.DataFrame:
-    """Rows of two runs of one experiment joined on their parameters, with b/a ratios.
-
-    ``metric`` defaults to ``gbps`` where present, else ``median_ns``.
-    """
-    if a.experiment != b.experiment:
-        raise ValueError(f"cannot compare different experiments: {a.experiment!r} and {b.experiment!r}")
-    da, db = a.df, b.df
-    metric = metric or ("gbps" if "gbps" in da and "gbps" in db else "median_ns")
-    if metric not in da or metric not in db:
-        raise ValueError(f"metric {metric!r} is not in both results")
-    x = a.meta.get("x")
-    keys = [x] if x else ["config"] if "config" in da else []
-    keys += [k for k in ("direction", "memory", "access", "size", "variant") if k in da and k in db]
-    if not keys:
-        raise ValueError("results carry no parameter columns to join on")
-    name_a = a.meta.get("device", {}).get("name", "A")
-    name_b = b.meta.get("device", {}).get("name", "B")
-    if name_a == name_b:
-        name_a, name_b = f"{name_a} (A)", f"{name_b} (B)"
-    left = da[keys + [metric, "status"]].rename(columns={metric: name_a, "status": "status A"})
-    right = db[keys + [metric, "status"]].rename(columns={metric: name_b, "status": "status B"})
-    joined = left.merge(right, on=keys, how="outer")
-    joined["ratio B/A"] = joined[name_b] / joined[name_a]
-    return joined

@@ -6,14 +6,23 @@ point, appended and flushed as the point completes, so an interrupted sweep keep
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import logging
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
 SCHEMA = "pyclperf.results/1"
+
+log = logging.getLogger(__name__)
+
+
+class LockedError(RuntimeError):
+    """Another process is writing the same results file."""
 
 # The statuses a row can end with. "ok" always means verified; everything else says why not.
 OK = "ok"                          # ran, verified against the reference, timed
@@ -93,7 +102,7 @@ class Results:
         """Write the whole record as JSON lines (metadata first)."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        with open(p, "w", encoding="utf-8") as f:
+        with results_lock(p), open(p, "w", encoding="utf-8") as f:
             f.write(_line({"record": "meta", "schema": SCHEMA, **self.meta}))
             for r in self.rows:
                 f.write(_line({"record": "row", **r}))
@@ -109,14 +118,18 @@ class Results:
     def load(cls, path: str | os.PathLike[str]) -> "Results":
         meta: dict[str, Any] | None = None
         rows = []
+        torn: list[str] = []
         with open(path, encoding="utf-8") as f:
             for number, text in enumerate(f, 1):
                 if not text.strip():
                     continue
                 try:
                     record = json.loads(text)
-                except json.JSONDecodeError:
-                    # A line cut by a killed process can only be the last one; keep the rest.
+                except json.JSONDecodeError as exc:
+                    # A line cut by a killed process: keep every other line, but say which one
+                    # was lost so a missing point is never a silent gap.
+                    torn.append(f"{path}:{number}: torn line skipped ({exc.msg}): {text.strip()[:60]!r}")
+                    log.warning("%s", torn[-1])
                     continue
                 kind = record.pop("record", None)
                 if kind == "meta":
@@ -130,16 +143,67 @@ class Results:
                     raise ValueError(f"{path}:{number}: not a pyclperf results line")
         if meta is None:
             raise ValueError(f"{path}: no metadata line; not a pyclperf results file")
+        if torn:
+            meta["load_warnings"] = list(meta.get("load_warnings", [])) + torn
         return cls(meta, rows)
 
 
+# Locks this process holds, by resolved results path: (lock file, depth). A process may take the
+# same lock twice (the CLI around the whole run, the writer around its rows); flock would refuse
+# the second open file of the same process, so the depth is counted here instead.
+_HELD: dict[Path, tuple[Any, int]] = {}
+
+
+def lock_path(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    return p.with_name(p.name + ".lock")
+
+
+@contextlib.contextmanager
+def results_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive, non-blocking lock on ``<path>.lock`` so two runs never interleave rows
+    in one file; LockedError (one line) when another process holds it. The lock file is left in
+    place: removing it would let a third process lock a different inode."""
+    key = Path(path).resolve()
+    if key in _HELD:
+        f, depth = _HELD[key]
+        _HELD[key] = (f, depth + 1)
+    else:
+        key.parent.mkdir(parents=True, exist_ok=True)
+        f = open(lock_path(key), "a", encoding="utf-8")
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            raise LockedError(f"{path} is being written by another pyclperf process "
+                              f"(lock {lock_path(path).name}); wait for it or choose another --out") from None
+        _HELD[key] = (f, 1)
+    try:
+        yield
+    finally:
+        f, depth = _HELD[key]
+        if depth > 1:
+            _HELD[key] = (f, depth - 1)
+        else:
+            del _HELD[key]
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+            f.close()
+
+
 class ResultsWriter:
-    """Appends rows to a JSON-lines file as they finish (flushed and fsynced each time)."""
+    """Appends rows to a JSON-lines file as they finish (flushed and fsynced each time), holding
+    the file's lock (results_lock) until closed."""
 
     def __init__(self, path: str | os.PathLike[str], meta: dict[str, Any], append: bool = False) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(self.path, "a" if append else "w", encoding="utf-8")
+        self._lock = results_lock(self.path)
+        self._lock.__enter__()
+        try:
+            self._f = open(self.path, "a" if append else "w", encoding="utf-8")
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
         if not append:
             self._write({"record": "meta", "schema": SCHEMA, **meta})
 
@@ -152,7 +216,9 @@ class ResultsWriter:
         self._write({"record": "row", **row})
 
     def close(self) -> None:
-        self._f.close()
+        if not self._f.closed:
+            self._f.close()
+            self._lock.__exit__(None, None, None)
 
     def __enter__(self) -> "ResultsWriter":
         return self

@@ -79,6 +79,7 @@ def run(
     from ..peak import theoretical
 
     cls = get(name)
+    _refuse_unknown(cls, options)
     ctx = Context() if ctx is None else ctx
     peak = theoretical(ctx, peak_gbps=peak_gbps, memory_clock_mhz=memory_clock_mhz,
                        bus_width_bits=bus_width_bits, pcie_gbps=pcie_gbps)
@@ -86,6 +87,24 @@ def run(
     return run_experiment(experiment, warmup=warmup, repeats=repeats, method=method,
                           verify=verify, out=out, progress=progress, peak=peak,
                           min_time_s=MIN_TIME_S if min_time_s is None else min_time_s)
+
+
+def _refuse_unknown(cls: type[Sweep], options: dict[str, Any]) -> None:
+    """An option the experiment's constructor does not take, named with the experiment (not as
+    a TypeError from some class's __init__)."""
+    import inspect
+
+    params = inspect.signature(cls.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    known = [p for p in params if p not in ("self", "ctx")]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        from .. import _core
+
+        raise _core.InvalidArgumentError(
+            f"experiment {cls.id!r} takes no option {', '.join(map(repr, unknown))}; "
+            f"its options: {', '.join(known) or 'none'}")
 
 
 __all__ = ["Check", "DEFAULT_LOCAL_SIZE", "Experiment", "Launch", "REGISTRY", "Sweep", "catalogue",

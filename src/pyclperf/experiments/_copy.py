@@ -72,6 +72,11 @@ class CopyPattern(Experiment):
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "items": self.items, "local_size": self.local_size}
 
+    def finish(self, results: Any) -> None:
+        from ..models import copy_conclusion
+
+        results.meta["conclusion"] = copy_conclusion(results, 0 if self.x == "offset" else 1)
+
     def points(self) -> list[dict[str, Any]]:
         return [{self.x: v} for v in self.values]
 

@@ -58,6 +58,11 @@ class Transfer(Sweep):
         super().__init__(ctx)
         limit = transfer_limit(ctx.info)
         if sizes is None:
+            if max_bytes is not None and not KiB <= max_bytes <= limit:
+                # An error, not a clamp: a silently smaller sweep reads like the one asked for.
+                raise _core.InvalidArgumentError(
+                    f"{self.id}: --size {max_bytes} bytes is outside {KiB}..{limit} (the smallest "
+                    f"transfer swept, and the largest that fits on '{ctx.info.name}')")
             # oclBandwidthTest's range: up to 1 GiB on a GPU, 16 MiB on a CPU device (PoCL).
             top = max_bytes if max_bytes is not None else (GiB if ctx.info.is_gpu else 16 * MiB)
             sizes = sizes_up_to(min(top, limit))
