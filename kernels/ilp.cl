@@ -8,7 +8,8 @@
 //
 // m and c come in as arguments so the compiler cannot fold the arithmetic; the host passes
 // m = 1 and an integer c, so every value stays an integer below 2^24 and the result is exact:
-// accumulator k ends at in + k + (TOTAL / ACC) c, and out is the sum over k.
+// accumulator k ends at in + k + (TOTAL / ACC) c, and out is the sum over k of (k + 1) times it
+// (weighted, so an FMA applied to the wrong accumulator shows).
 
 __kernel void ilp(__global const float* restrict in, const float m, const float c,
                   __global float* restrict out)
@@ -27,6 +28,6 @@ __kernel void ilp(__global const float* restrict in, const float m, const float 
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < ACC; ++k)
-        sum += acc[k];
+        sum += (float)(k + 1) * acc[k];
     out[gid] = sum;
 }

@@ -43,7 +43,7 @@ def test_reference_by_steps(rng):
         accs = [x.astype(np.float64) + k for k in range(acc)]
         for _ in range(TOTAL // acc):
             accs = [a * 1.0 + 3.0 for a in accs]
-        assert np.array_equal(reference(x, acc, TOTAL), np.sum(accs, axis=0).astype(np.float32))
+        assert np.array_equal(reference(x, acc, TOTAL), sum((k + 1) * a for k, a in enumerate(accs)).astype(np.float32))
 
 
 def test_a_short_chain_is_caught(ctx):
