@@ -235,10 +235,11 @@ class WorkingSet(Experiment):
         cache = results.meta.get("global_mem_cache_bytes")
         device = (f"The device reports a {_size(cache)} global-memory cache"
                   if cache else "The device reports no global-memory cache")
+        lo, hi = GUIDE_LATENCY_CYCLES
         results.meta["conclusion"] = (
             "; ".join(parts or ["no point verified"]) + f". {device}. The Guide (2009, Table 3.1) "
-            "calls global memory uncached, each access paying 400-600 cycles whatever the size: a "
-            "flat curve. Steps in these curves are cache levels it did not have.")
+            f"calls global memory uncached, each access paying {lo}-{hi} cycles whatever the size: "
+            "a flat curve. Steps in these curves are cache levels it did not have.")
 
     @classmethod
     def summary(cls, results: Any) -> Any:
