@@ -43,7 +43,8 @@ def test_out_of_range_transfers_are_refused(ctx, offset, n):
 def test_zero_and_oversized_allocations(ctx):
     with pytest.raises(pyclperf.InvalidArgumentError, match="positive"):
         ctx.buffer(0)
-    with pytest.raises(pyclperf.InvalidArgumentError, match="CL_DEVICE_MAX_MEM_ALLOC_SIZE"):
+    # Past the largest allocation: a memory error that names the limit (tests/test_memory_limit.py).
+    with pytest.raises(pyclperf.DeviceMemoryError, match="CL_DEVICE_MAX_MEM_ALLOC_SIZE"):
         ctx.buffer(ctx.info.max_alloc_bytes + 1)
 
 

@@ -21,6 +21,7 @@ from pyclperf.experiments.launchbounds import COEFFS, LANE_GAP, STEP_GAP, Launch
 from pyclperf.experiments.launchbounds import reference as poly_reference
 from pyclperf.experiments.occupancy import Occupancy
 from pyclperf.limits import CANNOT_KNOW, estimate, parse_registers
+from pyclperf.sources import kernel_source
 
 QUICK = {"warmup": 1, "repeats": 2}
 BS_SIZES = [32, 48, 64, 200]
@@ -379,12 +380,14 @@ def divergence(ctx):
 def test_divergence_verifies_and_relates_to_the_baseline(divergence):
     df = divergence.df
     assert divergence.all_verified, df["error"].tolist()
-    assert list(df["granularity"]) == [0] + DV_GRAN and df["variant"].iloc[0] == "no branch"
+    assert list(df["granularity"]) == [0] + DV_GRAN + [1, 1, 1] and df["variant"].iloc[0] == "no branch"
+    assert list(df["variant"].iloc[-3:]) == ["if/else", "select", "loop"]  # Guide 6.2
     base = df["median_ns"].iloc[0]
     assert np.allclose(df["slowdown"], df["median_ns"] / base)
     assert np.allclose(df["bytes"], 2 * 4 * DV_ITEMS)
     text = divergence.meta["conclusion"]
     assert "Guide 6.1" in text and "warp size" in text and "divergence_free_from" in divergence.meta
+    assert "Guide 6.2" in text and "select" in text
 
 
 def test_divergence_reference(rng):
@@ -416,8 +419,13 @@ __kernel void branch(__global float* out, __global const float* in, const int it
 def test_swapped_paths_are_caught_and_bad_parameters_refused(ctx):
     exp = Divergence(ctx, items=DV_ITEMS, local_size=DV_LOCAL, granularities=[1, 64], iters=DV_ITERS)
     exp.branch = ctx.program(SWAPPED).kernel("branch")
+    # select() with its operands the wrong way round: odd work-items on path A.
+    source = kernel_source("divergence.cl")
+    old = "select(x * RA + KA, KB - x * RB, odd)"
+    assert old in source
+    exp.predication["select"] = ctx.program(source.replace(old, "select(KB - x * RB, x * RA + KA, odd)")).kernel("pred_select")
     res = run_experiment(exp, **QUICK)
-    assert [r["status"] for r in res.rows] == ["ok", "wrong result", "wrong result"]
+    assert [r["status"] for r in res.rows] == ["ok", "wrong result", "wrong result", "ok", "wrong result", "ok"]
     with pytest.raises(pyclperf.InvalidArgumentError, match="at least twice"):
         Divergence(ctx, items=DV_ITEMS, local_size=64, granularities=[64])
     with pytest.raises(pyclperf.InvalidArgumentError, match=">= 1"):

@@ -58,6 +58,21 @@ def test_round_trip(ctx, rng, shape):
 
 
 @pytest.mark.usefixtures("images")
+@pytest.mark.parametrize("shape", [(37, 53), (8, 16, 4)], ids=["r", "rgba"])
+def test_half_images_round_trip(ctx, rng, shape):
+    # CL_HALF_FLOAT (Quasar 9.4): float16 texels, half the bytes of a float image.
+    data = rng.standard_normal(shape).astype(np.float16)
+    img = ctx.to_image(data)
+    assert img.half and img.shape == shape and img.nbytes == data.nbytes == ctx.image(
+        shape[1], shape[0], img.channels).nbytes // 2
+    back = ctx.from_image(img)
+    assert back.dtype == np.float16 and np.array_equal(back, data)
+    assert "half x" in repr(img)
+    with pytest.raises(pyclperf.InvalidArgumentError, match="float16 texels, got dtype float32"):
+        img.write(data.astype(np.float32))
+
+
+@pytest.mark.usefixtures("images")
 def test_wrong_dtype_and_shape_are_refused(ctx):
     img = ctx.image(16, 8)
     with pytest.raises(pyclperf.InvalidArgumentError, match="float32 texels, got dtype float64"):

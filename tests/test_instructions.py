@@ -64,7 +64,8 @@ def test_ulp_matches_numpy_spacing():
 
 def test_math_every_point_verifies_within_the_spec(math_results):
     df = math_results.df
-    assert len(df) == 3 * 3 + 3 + 3  # sin on three ranges, exp and rsqrt on one; three flavours
+    # sin on three ranges, exp and rsqrt on one; three flavours; rsqrt also as 1.0f/sqrt(x)
+    assert len(df) == 3 * 3 + 3 + 3 + 1
     skipped = df[df["status"] == "skipped"]
     assert set(skipped["variant"]) == {"half_sin [-1e6,1e6]"}
     assert "2^16" in skipped["error"].iloc[0]
@@ -75,6 +76,9 @@ def test_math_every_point_verifies_within_the_spec(math_results):
     assert (precise["max_ulp"] <= precise["bound_ulp"]).all()
     assert (ok[ok["impl"] == "half"]["bound_ulp"] == 8192).all()
     assert ok[ok["impl"] == "native"]["bound_ulp"].isna().all()
+    recip = ok[ok["impl"] == "recip"].iloc[0]
+    assert recip["call"] == "1.0f/sqrt" and recip["bound_ulp"] == 11 and recip["max_ulp"] <= 11
+    assert "Guide 5.1.2" in math_results.meta["conclusion"]
     assert (ok["samples"] == ITEMS).all() and (ok["nonfinite"] == 0).all()
     check_metric(math_results)
 

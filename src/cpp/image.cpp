@@ -9,11 +9,11 @@ namespace pyclperf {
 
 namespace {
 
-cl::ImageFormat float_format(int channels) {
+cl::ImageFormat float_format(int channels, bool half) {
     if (channels != 1 && channels != 4)
         throw InvalidArgument("image channels must be 1 (CL_R) or 4 (CL_RGBA), got " +
                               std::to_string(channels));
-    return cl::ImageFormat(channels == 1 ? CL_R : CL_RGBA, CL_FLOAT);
+    return cl::ImageFormat(channels == 1 ? CL_R : CL_RGBA, half ? CL_HALF_FLOAT : CL_FLOAT);
 }
 
 void check_format(const Context& ctx, const cl::ImageFormat& format) {
@@ -25,7 +25,9 @@ void check_format(const Context& ctx, const cl::ImageFormat& format) {
             return;
     throw InvalidArgument(std::string("image format ") +
                           (format.image_channel_order == CL_R ? "CL_R" : "CL_RGBA") +
-                          "/CL_FLOAT is not supported by " + ctx.info().name);
+                          (format.image_channel_data_type == CL_HALF_FLOAT ? "/CL_HALF_FLOAT"
+                                                                           : "/CL_FLOAT") +
+                          " is not supported by " + ctx.info().name);
 }
 
 void check_side(std::size_t n, std::uint64_t limit, const char* side, const char* query,
@@ -37,15 +39,17 @@ void check_side(std::size_t n, std::uint64_t limit, const char* side, const char
                               query + ") on " + device);
 }
 
-cl::Image2D allocate(const ContextPtr& ctx, std::size_t width, std::size_t height, int channels) {
+cl::Image2D allocate(const ContextPtr& ctx, std::size_t width, std::size_t height, int channels,
+                     bool half) {
     if (!ctx) throw InvalidArgument("image needs a context");
-    const auto format = float_format(channels);
+    const auto format = float_format(channels, half);
     const auto& info = ctx->info();
     require_image_support(*ctx, "a 2-D image");
     check_side(width, info.image2d_max_width, "width", "CL_DEVICE_IMAGE2D_MAX_WIDTH", info.name);
     check_side(height, info.image2d_max_height, "height", "CL_DEVICE_IMAGE2D_MAX_HEIGHT",
                info.name);
-    const auto nbytes = width * height * sizeof(float) * static_cast<std::size_t>(channels);
+    const auto nbytes =
+        width * height * (half ? 2 : sizeof(float)) * static_cast<std::size_t>(channels);
     if (nbytes > info.max_alloc_bytes)
         throw InvalidArgument("image of " + std::to_string(nbytes) + " bytes exceeds the " +
                               "device's largest allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE = " +
@@ -62,12 +66,13 @@ void require_image_support(const Context& ctx, const char* what) {
                               ctx.info().name + " lacks (CL_DEVICE_IMAGE_SUPPORT = CL_FALSE)");
 }
 
-Image::Image(ContextPtr ctx, std::size_t width, std::size_t height, int channels)
+Image::Image(ContextPtr ctx, std::size_t width, std::size_t height, int channels, bool half)
     : ctx_(std::move(ctx)),
       width_(width),
       height_(height),
       channels_(channels),
-      image_(allocate(ctx_, width, height, channels)) {}
+      half_(half),
+      image_(allocate(ctx_, width, height, channels, half)) {}
 
 const cl::Image2D& Image::handle() const {
     if (released_)
@@ -81,7 +86,7 @@ void Image::check_bytes(std::size_t nbytes, const char* what) const {
         throw InvalidArgument(std::string(what) + ": the image holds " +
                               std::to_string(this->nbytes()) + " bytes (" +
                               std::to_string(height_) + " x " + std::to_string(width_) + " x " +
-                              std::to_string(channels_) + " floats), got " +
+                              std::to_string(channels_) + (half_ ? " halves), got " : " floats), got ") +
                               std::to_string(nbytes));
 }
 

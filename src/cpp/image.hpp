@@ -1,7 +1,8 @@
 // 2-D images of float texels (cl::Image2D), the memory that samplers read through the texture
 // path (Guide 3.2.4, Quasar 9.3).
 //
-// An Image holds width x height texels of 1 (CL_R) or 4 (CL_RGBA) CL_FLOAT channels. Creation
+// An Image holds width x height texels of 1 (CL_R) or 4 (CL_RGBA) channels of CL_FLOAT, or of
+// CL_HALF_FLOAT with `half` (16-bit floats: half the bytes per texel, Quasar 9.4). Creation
 // checks the device's image support, CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT and the format list, so a
 // request that cannot work is refused with a message instead of a driver code. Like Buffer, an
 // Image may be released early; any later use raises ReleasedError.
@@ -20,16 +21,20 @@ void require_image_support(const Context& ctx, const char* what);
 
 class Image {
 public:
-    // channels: 1 (CL_R) or 4 (CL_RGBA), always CL_FLOAT. InvalidArgument for a zero or too
-    // large side, other channel counts, a format the device lacks, or no image support.
-    Image(ContextPtr ctx, std::size_t width, std::size_t height, int channels = 1);
+    // channels: 1 (CL_R) or 4 (CL_RGBA); CL_FLOAT, or CL_HALF_FLOAT where `half`. InvalidArgument
+    // for a zero or too large side, other channel counts, a format the device lacks, or no image
+    // support.
+    Image(ContextPtr ctx, std::size_t width, std::size_t height, int channels = 1,
+          bool half = false);
     Image(const Image&) = delete;
     Image& operator=(const Image&) = delete;
 
     std::size_t width() const noexcept { return width_; }
     std::size_t height() const noexcept { return height_; }
     int channels() const noexcept { return channels_; }
-    std::size_t texel_bytes() const noexcept { return sizeof(float) * channels_; }
+    bool half() const noexcept { return half_; }
+    std::size_t channel_bytes() const noexcept { return half_ ? 2 : sizeof(float); }
+    std::size_t texel_bytes() const noexcept { return channel_bytes() * channels_; }
     std::size_t nbytes() const noexcept { return width_ * height_ * texel_bytes(); }
     bool released() const noexcept { return released_; }
     const ContextPtr& context() const noexcept { return ctx_; }
@@ -52,6 +57,7 @@ private:
     std::size_t width_;
     std::size_t height_;
     int channels_;
+    bool half_;
     cl::Image2D image_;
     bool released_ = false;
 };

@@ -225,13 +225,13 @@ class Image:
     """
     A 2-D image of float32 texels with 1 (CL_R) or 4 (CL_RGBA) channels, read by kernels through a sampler.
     """
-    def __init__(self, context: Context, width: typing.SupportsInt | typing.SupportsIndex, height: typing.SupportsInt | typing.SupportsIndex, channels: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+    def __init__(self, context: Context, width: typing.SupportsInt | typing.SupportsIndex, height: typing.SupportsInt | typing.SupportsIndex, channels: typing.SupportsInt | typing.SupportsIndex = 1, half: bool = False) -> None:
         ...
     def __repr__(self) -> str:
         ...
     def read(self, dst: numpy.ndarray) -> None:
         """
-        Fill a C-contiguous writable float32 array of the image's shape from it (blocking).
+        Fill a C-contiguous writable float32 (float16 for a half image) array of the image's shape from it (blocking).
         """
     def release(self) -> None:
         """
@@ -239,7 +239,7 @@ class Image:
         """
     def write(self, src: numpy.ndarray) -> None:
         """
-        Copy a C-contiguous float32 array of the image's shape into it (blocking).
+        Copy a C-contiguous float32 (float16 for a half image) array of the image's shape into it (blocking).
         """
     @property
     def channels(self) -> int:
@@ -247,6 +247,11 @@ class Image:
     @property
     def context(self) -> Context:
         ...
+    @property
+    def half(self) -> bool:
+        """
+        Whether the texels are CL_HALF_FLOAT (float16) rather than CL_FLOAT.
+        """
     @property
     def height(self) -> int:
         ...

@@ -82,21 +82,24 @@ class Context(_core.Context):
         return buf, buf.array(dt, shape)
 
     # --- images ---------------------------------------------------------------------------
-    def image(self, width: int, height: int, channels: int = 1) -> _core.Image:
-        """An uninitialised 2-D image of float32 texels, 1 (CL_R) or 4 (CL_RGBA) channels.
+    def image(self, width: int, height: int, channels: int = 1, half: bool = False) -> _core.Image:
+        """An uninitialised 2-D image of float32 texels (float16, CL_HALF_FLOAT, with ``half``),
+        1 (CL_R) or 4 (CL_RGBA) channels.
 
         Raises InvalidArgumentError where the device has no image support or the size exceeds
         CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT.
         """
-        return _core.Image(self, int(width), int(height), int(channels))
+        return _core.Image(self, int(width), int(height), int(channels), bool(half))
 
     def to_image(self, array: np.ndarray) -> _core.Image:
-        """A new image holding ``array``: float32 of shape (height, width) for one channel or
-        (height, width, 4) for four (other dtypes and shapes are refused, not converted)."""
+        """A new image holding ``array``: float32 (or float16, a CL_HALF_FLOAT image) of shape
+        (height, width) for one channel or (height, width, 4) for four (other dtypes and shapes
+        are refused, not converted)."""
         a = np.asarray(array)
-        if a.dtype != np.float32:
+        if a.dtype not in (np.float32, np.float16):
             raise _core.InvalidArgumentError(
-                f"an image holds float32 texels, got dtype {a.dtype}: convert with .astype(np.float32)")
+                f"an image holds float32 (or float16) texels, got dtype {a.dtype}: convert with "
+                ".astype(np.float32)")
         if a.ndim == 2:
             channels = 1
         elif a.ndim == 3 and a.shape[2] == 4:
@@ -104,13 +107,13 @@ class Context(_core.Context):
         else:
             raise _core.InvalidArgumentError(
                 f"image arrays are (height, width) or (height, width, 4), got shape {a.shape}")
-        img = self.image(a.shape[1], a.shape[0], channels)
+        img = self.image(a.shape[1], a.shape[0], channels, half=a.dtype == np.float16)
         img.write(np.ascontiguousarray(a))
         return img
 
     def from_image(self, image: _core.Image) -> np.ndarray:
-        """A new float32 array of the image's shape filled from it."""
-        out = np.empty(image.shape, dtype=np.float32)
+        """A new float32 (float16 for a half image) array of the image's shape filled from it."""
+        out = np.empty(image.shape, dtype=np.float16 if image.half else np.float32)
         image.read(out)
         return out
 

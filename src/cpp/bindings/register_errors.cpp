@@ -3,7 +3,8 @@
 //   PyclperfError
 //   ├── ClError (also RuntimeError)          .call .code .name
 //   │   ├── BuildError                       .log .options
-//   │   └── DeviceMemoryError (also MemoryError)  for allocation / resource exhaustion
+//   │   └── DeviceMemoryError (also MemoryError)  for allocation / resource exhaustion, and
+//   │                                             a buffer past the largest allocation
 //   ├── InvalidArgumentError (also ValueError)
 //   └── ReleasedError (also RuntimeError)    a released buffer, an unmapped mapping
 #include <pybind11/pybind11.h>
@@ -35,9 +36,10 @@ py::object make_type(py::module_& m, const char* name, py::tuple bases, const ch
     return t;
 }
 
+// CL_INVALID_BUFFER_SIZE counts too: a buffer larger than the device can hold in one allocation.
 bool is_memory_code(int code) {
     return code == CL_MEM_OBJECT_ALLOCATION_FAILURE || code == CL_OUT_OF_RESOURCES ||
-           code == CL_OUT_OF_HOST_MEMORY;
+           code == CL_OUT_OF_HOST_MEMORY || code == CL_INVALID_BUFFER_SIZE;
 }
 
 // An instance of cls (ClError by default, DeviceMemoryError for exhaustion) with its attributes.

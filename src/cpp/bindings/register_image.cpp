@@ -31,10 +31,13 @@ std::string shape_text(const std::vector<py::ssize_t>& shape) {
     return out + (shape.size() == 1 ? ",)" : ")");
 }
 
-// A C-contiguous float32 array of exactly the image's shape; InvalidArgument saying what is wrong.
+// A C-contiguous float32 (float16 for a half image) array of exactly the image's shape;
+// InvalidArgument saying what is wrong.
 py::buffer_info texels(const Image& img, const py::array& a, bool writable, const char* what) {
-    if (!a.dtype().is(py::dtype::of<float>()))
-        throw InvalidArgument(std::string(what) + ": the image holds float32 texels, got dtype " +
+    const py::dtype want_dtype = img.half() ? py::dtype("float16") : py::dtype::of<float>();
+    if (!a.dtype().is(want_dtype))
+        throw InvalidArgument(std::string(what) + ": the image holds " +
+                              (img.half() ? "float16" : "float32") + " texels, got dtype " +
                               py::str(a.dtype()).cast<std::string>());
     const auto want = image_shape(img);
     const std::vector<py::ssize_t> got(a.shape(), a.shape() + a.ndim());
@@ -52,10 +55,14 @@ void register_image(py::module_& m) {
         m, "Image",
         "A 2-D image of float32 texels with 1 (CL_R) or 4 (CL_RGBA) channels, read by kernels "
         "through a sampler.")
-        .def(py::init([](ContextPtr ctx, std::size_t width, std::size_t height, int channels) {
-                 return std::make_shared<Image>(std::move(ctx), width, height, channels);
+        .def(py::init([](ContextPtr ctx, std::size_t width, std::size_t height, int channels,
+                         bool half) {
+                 return std::make_shared<Image>(std::move(ctx), width, height, channels, half);
              }),
-             py::arg("context"), py::arg("width"), py::arg("height"), py::arg("channels") = 1)
+             py::arg("context"), py::arg("width"), py::arg("height"), py::arg("channels") = 1,
+             py::arg("half") = false)
+        .def_property_readonly("half", &Image::half,
+                               "Whether the texels are CL_HALF_FLOAT (float16) rather than CL_FLOAT.")
         .def_property_readonly("width", &Image::width)
         .def_property_readonly("height", &Image::height)
         .def_property_readonly("channels", &Image::channels)
@@ -76,7 +83,8 @@ void register_image(py::module_& m) {
                 self.write(info.ptr, n);
             },
             py::arg("src"),
-            "Copy a C-contiguous float32 array of the image's shape into it (blocking).")
+            "Copy a C-contiguous float32 (float16 for a half image) array of the image's shape into "
+            "it (blocking).")
         .def(
             "read",
             [](const Image& self, py::array& dst) {
@@ -87,10 +95,12 @@ void register_image(py::module_& m) {
                 self.read(info.ptr, n);
             },
             py::arg("dst"),
-            "Fill a C-contiguous writable float32 array of the image's shape from it (blocking).")
+            "Fill a C-contiguous writable float32 (float16 for a half image) array of the image's "
+            "shape from it (blocking).")
         .def("__repr__", [](const Image& self) {
             return "<Image " + std::to_string(self.width()) + " x " +
-                   std::to_string(self.height()) + " float x" + std::to_string(self.channels()) +
+                   std::to_string(self.height()) + (self.half() ? " half x" : " float x") +
+                   std::to_string(self.channels()) +
                    (self.released() ? " released>" : ">");
         });
 }

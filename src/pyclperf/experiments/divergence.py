@@ -5,6 +5,11 @@ of two paths of equal work; ``no_branch`` sends every work-item down the first p
 is shorter than a warp, a warp holds both paths and executes them one after the other, so the
 Guide predicts about twice the baseline's time below the warp size and the baseline's time from
 it up. Each row's ``slowdown`` is its time over the baseline's.
+
+Branch predication (Guide 6.2): three more kernels choose between the same two paths per loop
+step, with neighbouring work-items on different paths (granularity 1): a short if/else, select(),
+and a loop of 0 or 1 trips. A compiler that predicates the short if/else makes it cost what
+select() costs; the rows show whether it did.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ BASELINE = "no branch"
 PATH_A = (0.75, 0.125)
 PATH_B = (-0.5, 0.375)
 SERIAL_THRESHOLD = 1.25  # a slowdown above this counts as serialised paths
+# Branch predication (Guide 6.2): variant -> kernel; all at granularity 1.
+PREDICATION = {"if/else": "pred_ifelse", "select": "pred_select", "loop": "pred_loop"}
 
 
 def path_sum(x: np.ndarray, iters: int, r: float, k: float) -> np.ndarray:
@@ -46,7 +53,8 @@ def reference(x: np.ndarray, local_size: int, granularity: int, iters: int) -> n
 class Divergence(Experiment):
     id = "divergence"
     description = ("a branch on (local id / granularity) % 2 for granularities 1..64 against a branch-"
-                   "free baseline (Guide 6.1; `--size` is work-items)")
+                   "free baseline, and a per-step choice as if/else, `select()` or a loop (Guide 6.1, "
+                   "6.2; `--size` is work-items)")
     order = 210
     title = "Branch divergence by granularity"
     x = "granularity"
@@ -54,12 +62,14 @@ class Divergence(Experiment):
     guide = "Guide 6.1 (branching and divergence)"
     plot = {"kind": "lines", "y": "slowdown", "ylabel": "time / no-branch time", "logx": True,
             "hlines": {"no branch": 1.0, "both paths serialised": 2.0},
-            "vlines": {"warp size": "warp_size"}}
+            "vlines": {"warp size": "warp_size"}, "group": "variant"}
     size_arg, values_arg, local_size_arg = "items", "granularities", "local_size"
 
     def __init__(self, ctx: Any, items: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
-                 granularities: Sequence[int] | None = None, iters: int | None = None) -> None:
-        """``items``: work-items per launch; ``iters``: loop trips of each path."""
+                 granularities: Sequence[int] | None = None, iters: int | None = None,
+                 predication: bool = True) -> None:
+        """``items``: work-items per launch; ``iters``: loop trips of each path; ``predication``:
+        add the three Guide 6.2 kernels at granularity 1."""
         super().__init__(ctx)
         info = ctx.info
         self.granularities = [int(g) for g in (granularities if granularities is not None
@@ -83,6 +93,7 @@ class Divergence(Experiment):
         program = ctx.program(file="divergence.cl")
         self.branch = program.kernel("branch")
         self.no_branch = program.kernel("no_branch")
+        self.predication = {v: program.kernel(k) for v, k in PREDICATION.items()} if predication else {}
         self.src, self.dst = ctx.buffer(self.items * FLOAT), ctx.buffer(self.items * FLOAT)
         self.rng = np.random.default_rng()
 
@@ -94,14 +105,17 @@ class Divergence(Experiment):
 
     def points(self) -> list[dict[str, Any]]:
         return [{"variant": BASELINE, "granularity": 0}] + [
-            {"variant": "branch", "granularity": g} for g in self.granularities]
+            {"variant": "branch", "granularity": g} for g in self.granularities] + [
+            {"variant": v, "granularity": 1} for v in self.predication]
 
     def peak_kind(self, row: dict[str, Any]) -> str | None:
         return None  # arithmetic-bound
 
     def launch(self, point: dict[str, Any]) -> Launch:
         g = int(point["granularity"])
-        if g == 0:
+        if point["variant"] in self.predication:
+            kernel = self.predication[point["variant"]].set_args(self.dst, self.src, np.int32(self.iters))
+        elif g == 0:
             kernel = self.no_branch.set_args(self.dst, self.src, np.int32(self.iters))
         else:
             kernel = self.branch.set_args(self.dst, self.src, np.int32(self.iters), np.uint32(g))
@@ -142,8 +156,13 @@ class Divergence(Experiment):
             verdict_text = f"slowdown over {SERIAL_THRESHOLD}x at granularities {serial}"
         else:
             verdict_text = f"no granularity slower than {SERIAL_THRESHOLD}x the baseline"
+        pred = [r for r in results.rows if r.get("variant") in PREDICATION and r.get("status") == OK
+                and r.get("slowdown") is not None]
+        pred_text = ("; per-step choice at granularity 1: " + ", ".join(
+            f"{r['variant']} {r['slowdown']:.2f}x" for r in pred) + " (Guide 6.2: a branch of up to "
+            "4 instructions, 7 where divergence is likely, is predicated, never diverging)") if pred else ""
         results.meta["conclusion"] = (
-            f"time over the no-branch baseline by granularity: {slow}; {verdict_text}; "
+            f"time over the no-branch baseline by granularity: {slow}; {verdict_text}{pred_text}; "
             f"{warp_text}. Guide 6.1: a warp whose work-items take different paths runs them "
             "one after the other, so granularities below the warp size should take about twice "
             "as long and those from the warp size up should not.")

@@ -1,4 +1,5 @@
-"""math: sin, cos, exp, log, rsqrt against native_ and half_ (Guide 5.1.4; kernels/math.cl):
+"""math: sin, cos, exp, log, rsqrt against native_ and half_, and rsqrt against 1.0f/sqrt(x)
+(Guide 5.1.4, 5.1.2; kernels/math.cl):
 throughput, and the error of one evaluation per element on fresh random inputs against NumPy
 float64, held to the OpenCL C bounds. See _throughput.py for the metric."""
 
@@ -39,13 +40,20 @@ DOMAINS: dict[str, tuple[tuple[str, float, float], ...]] = {
     "log": (("(0,1e6]", 0.0, 1e6),),
     "rsqrt": (("(0,1e6]", 0.0, 1e6),),
 }
-IMPLS = ("precise", "native", "half")
+IMPLS = ("precise", "native", "half", "recip")
+# "recip": rsqrt written as 1.0f / sqrt(x) (Guide 5.1.2: the compiler may not turn it into rsqrt,
+# since the two round differently). Its bound follows from the parts: sqrt <= 3 ulp and division
+# <= 2.5 ulp (OpenCL C 7.4), relative errors up to 3 * 2^-23 and 2.5 * 2^-23 that add, and an ulp
+# of the result is at least 2^-24 of it, so at most 2 x 5.5 = 11 ulp.
+RECIP_ULP = 11.0
 # How far native_ results may stray in the loop check: this many times the largest error one
 # evaluation showed on the same range, per evaluation summed (their accuracy has no bound).
 NATIVE_SLACK = 4.0
 
 
 def math_call(function: str, impl: str) -> str:
+    if impl == "recip":  # only rsqrt has this form (points() pairs it with nothing else)
+        return "1.0f/sqrt"
     return function if impl == "precise" else f"{impl}_{function}"
 
 
@@ -59,7 +67,8 @@ def math_inputs(rng: np.random.Generator, lo: float, hi: float, n: int) -> np.nd
 
 class MathFunctions(Throughput):
     id = "math"
-    description = ("sin, cos, exp, log, rsqrt against `native_` and `half_`: Gop/s and ULP error vs "
+    description = ("sin, cos, exp, log, rsqrt against `native_` and `half_` (and rsqrt against "
+                   "`1.0f/sqrt`): Gop/s and ULP error vs "
                    "float64 held to the OpenCL C bounds (Guide 5.1.4; `--size` is work-items)")
     order = 180
     title = "Math functions: precise vs native_ vs half_"
@@ -76,7 +85,8 @@ class MathFunctions(Throughput):
     def points(self) -> list[dict[str, Any]]:
         return [{"variant": f"{math_call(f, i)} {name}", "function": f, "impl": i,
                  "call": math_call(f, i), "domain": name, "lo": lo, "hi": hi}
-                for f in self.functions for name, lo, hi in DOMAINS[f] for i in self.impls]
+                for f in self.functions for name, lo, hi in DOMAINS[f] for i in self.impls
+                if i != "recip" or f == "rsqrt"]
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "op": "one call of the function (each loop iteration also adds "
@@ -113,7 +123,7 @@ class MathFunctions(Throughput):
         ulps = ulp_error(got, ref)
         abs_err = np.abs(got.astype(np.float64) - ref)
         bound = PRECISE_ULP[point["function"]] if point["impl"] == "precise" else (
-            HALF_ULP if point["impl"] == "half" else None)
+            HALF_ULP if point["impl"] == "half" else RECIP_ULP if point["impl"] == "recip" else None)
         max_ulp = float(ulps.max())
         stats = {"samples": int(x.size), "nonfinite": int((~finite).sum()), "max_ulp": max_ulp,
                  "mean_ulp": float(ulps[finite].mean()) if finite.any() else float("inf"),
@@ -152,7 +162,8 @@ class MathFunctions(Throughput):
         if point["impl"] == "native":
             tol = NATIVE_SLACK * max_abs_err * self.iters + self.iters * HALF_EPS * magnitude
         else:
-            bound = PRECISE_ULP[point["function"]] if point["impl"] == "precise" else HALF_ULP
+            bound = PRECISE_ULP[point["function"]] if point["impl"] == "precise" else (
+                RECIP_ULP if point["impl"] == "recip" else HALF_ULP)
             tol = (bound * EPS + self.iters * HALF_EPS) * magnitude
         err = np.abs(got[idx].astype(np.float64) - ref)
         bad = np.flatnonzero(err > tol)
@@ -182,6 +193,13 @@ class MathFunctions(Throughput):
             if narrow and wide and wide is not narrow:
                 parts.append(f"{f} on {DOMAINS[f][-1][0]}: {narrow['gops'] / wide['gops']:.1f}x the "
                              f"time per call on {DOMAINS[f][0][0]} (range reduction)")
+        rsq = {i: rows.get(("rsqrt", DOMAINS["rsqrt"][0][0], i)) for i in ("precise", "recip", "native")}
+        if rsq["precise"] and (rsq["recip"] or rsq["native"]):
+            parts.append("against rsqrt: " + ", ".join(
+                f"{math_call('rsqrt', i)} at {r['gops'] / rsq['precise']['gops']:.2f}x its speed "
+                f"(max {fmt(r['max_ulp'])} ulp)" for i, r in rsq.items() if r and i != "precise")
+                + " (Guide 5.1.2: call rsqrt() explicitly; 1.0f/sqrt(x) becomes rsqrt only where "
+                "IEEE-754 allows)")
         results.meta["native_speedup"] = speedups
         wrong = [r["variant"] for r in results.rows if r.get("status") == WRONG]
         text = "; ".join(parts) if parts else "no precise/native pair verified"

@@ -1,0 +1,179 @@
+"""gridsync: a float sum in one launch, finished by the last work-group to arrive (an atomic
+counter and memory fences), against two launches, and on a persistent grid of only as many
+work-groups as can be resident (Quasar 9.8.2 opt_block_cnt, 9.8.3 memory fences;
+kernels/gridsync.cl).
+
+Variants:
+
+* ``two_pass``: per-group sums, then a second launch of one work-group over them (both times count);
+* ``last_group``: one launch; the last group to count itself in adds the per-group sums;
+* ``persistent``: the same kernel on compute units x resident groups per unit (pyclperf.limits'
+  estimate on NVIDIA; one group per compute unit where nothing is known), each work-item
+  striding over many more elements;
+* ``no_fence``: ``last_group`` without its memory fences. Nothing guarantees its result; whether
+  this device can be caught giving a wrong one is what its row says.
+
+The first two and ``no_fence`` use a large grid (``items_per_work_item`` elements each). Every
+variant is checked over ``trials`` launches on fresh uniform [0, 1) floats, the total poisoned
+before each, against NumPy's float64 sum within gamma_d * sum (d the longest chain of float32
+roundings, as in `reduction`); a variant is right only if every launch is. Bandwidth counts the
+input read once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..checks import compare_close, gamma, poison_device
+from ..limits import estimate
+from ..results import OK, WRONG
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, pick, positive, table
+from .base import Check, Experiment, Launch, noise_note
+
+VARIANTS = ("two_pass", "last_group", "persistent", "no_fence")
+
+
+def resident_groups(info: Any, local_size: int) -> tuple[int, str]:
+    """Work-groups that can be resident at once, and where that number comes from."""
+    est = estimate(info, local_size, local_size * FLOAT)
+    if info.is_gpu and est.groups_per_cu:
+        return info.compute_units * est.groups_per_cu, f"{info.compute_units} compute units x " \
+            f"{est.groups_per_cu} groups ({est.limited_by}; {'exact' if est.complete else 'upper bound'})"
+    return info.compute_units, f"{info.compute_units} compute units x 1 group (no residency limits known)"
+
+
+class GridSync(Experiment):
+    id = "gridsync"
+    description = ("a single-pass float sum finished by the last work-group (atomic counter + fences) "
+                   "vs two launches vs a persistent resident grid, and whether the fence-less variant "
+                   "can be caught wrong (Quasar 9.8.2-9.8.3; `--size` is floats)")
+    order = 234
+    title = "Single-pass reduction: last work-group vs two launches vs persistent grid"
+    x = "variant"
+    x_label = "variant"
+    guide = "Quasar 9.8.2 (opt_block_cnt, grid synchronisation), 9.8.3 (memory fences)"
+    plot = {"kind": "bars", "label": "variant"}
+    size_arg, values_arg = "items", None
+
+    def __init__(self, ctx: Any, items: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
+                 variants: Sequence[str] | None = None, items_per_work_item: int = 8,
+                 trials: int | None = None) -> None:
+        super().__init__(ctx)
+        info = ctx.info
+        self.local_size = positive(self.id, "work-group size", local_size)
+        if self.local_size & (self.local_size - 1):
+            raise _core.InvalidArgumentError(
+                f"{self.id}: work-group size {self.local_size} must be a power of two (a halving tree)")
+        self.variants = pick(self.id, VARIANTS, variants, "variants")
+        self.items = positive(self.id, "floats", items if items is not None
+                              else (1 << 26 if info.is_gpu else 1 << 20))
+        if self.items > 2**31 or self.items * FLOAT > info.max_alloc_bytes:
+            raise _core.InvalidArgumentError(
+                f"{self.id}: {self.items} floats exceed 2^31 or the largest allocation")
+        per_item = positive(self.id, "items per work-item", items_per_work_item)
+        self.trials = positive(self.id, "trials", trials if trials is not None
+                               else (50 if info.is_gpu else 5))
+        self.groups = {"wide": max(1, -(-self.items // (per_item * self.local_size)))}
+        self.groups["resident"], self.resident_note = resident_groups(info, self.local_size)
+        most = max(self.groups.values())
+        self.src = ctx.buffer(self.items * FLOAT)
+        self.partial = ctx.buffer(most * FLOAT)
+        self.count, self.total = ctx.buffer(FLOAT), ctx.buffer(FLOAT)
+        self.count.fill(np.zeros(1, np.uint32))
+        self.rng = np.random.default_rng()
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "items": self.items, "local_size": self.local_size,
+                "groups": self.groups, "resident": self.resident_note, "trials": self.trials}
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"variant": v} for v in self.variants]
+
+    def program(self, variant: str) -> Any:
+        defines: dict[str, Any] = {"WG": self.local_size}
+        if variant == "no_fence":
+            defines["NO_FENCE"] = 1
+        return self.ctx.program(file="gridsync.cl", defines=defines)
+
+    def chain(self, groups: int) -> int:
+        """The longest chain of float32 roundings from an element to the total."""
+        tree = int(math.log2(self.local_size))
+        private = -(-self.items // (groups * self.local_size))
+        return private + tree + -(-groups // self.local_size) + tree
+
+    def launch(self, point: dict[str, Any]) -> Launch:
+        variant = point["variant"]
+        groups = self.groups["resident" if variant == "persistent" else "wide"]
+        g, l = groups * self.local_size, self.local_size
+        program = self.program(variant)
+        n = np.uint32(self.items)
+        if variant == "two_pass":
+            first = program.kernel("partial_sums").set_args(self.src, n, self.partial)
+            second = program.kernel("partial_sums").set_args(self.partial, np.uint32(groups), self.total)
+            steps = [(first, g, l), (second, l, l)]
+        else:
+            k = program.kernel("last_group").set_args(self.src, n, self.partial, self.count, self.total)
+            steps = [(k, g, l)]
+        d = self.chain(groups)
+        return Launch(steps, self.items * FLOAT,
+                      columns={"groups": groups, "launches": len(steps), "rounding_chain": d,
+                               "rel_bound": gamma(d)})
+
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        x = self.rng.random(self.items, dtype=np.float32)
+        self.src.write(x)
+        want = float(np.sum(x, dtype=np.float64))
+        tol = gamma(launch.columns["rounding_chain"]) * want
+        self.count.fill(np.zeros(1, np.uint32))
+        got = np.empty(self.trials, np.float32)
+        one = np.empty(1, np.float32)
+        for t in range(self.trials):
+            poison_device(self.total)
+            poison_device(self.partial)  # a sum read before it was stored shows as NaN
+            launch.run()
+            self.total.read(one)
+            got[t] = one[0]
+        passed, detail = compare_close(got, np.full(self.trials, want), tol, "launches' totals")
+        with np.errstate(invalid="ignore"):  # the poison is a signalling NaN
+            err = np.abs(got.astype(np.float64) - want)
+            bad = int(np.sum(~(err <= tol)))
+        finite = err[np.isfinite(err)]
+        return Check(passed, detail, {"trials": self.trials, "wrong_trials": bad,
+                                      "rel_error": float(finite.max()) / want if finite.size else float("nan")})
+
+    def finish(self, results: Any) -> None:
+        rows = {r["variant"]: r for r in results.rows}
+        ok = [r for r in results.rows if r.get("status") == OK]
+        parts = []
+        two = rows.get("two_pass")
+        for r in ok:
+            text = f"{r['variant']} {r['gbps']:.1f} GB/s ({r['groups']} groups){noise_note(r)}"
+            if two and two.get("status") == OK and r is not two:
+                text += f", {two['median_ns'] / r['median_ns']:.2f}x the speed of two launches"
+            parts.append(text)
+        nf = rows.get("no_fence")
+        if nf is None:
+            fence = "the fence-less variant was not run"
+        elif nf.get("status") == WRONG:
+            fence = f"without fences the sum was shown wrong ({nf.get('error', '')})"
+            results.meta["no_fence_shown_wrong"] = True
+        elif nf.get("status") == OK:
+            fence = (f"without fences all {nf['trials']} checked launches were right: the missing "
+                     "fence cannot be shown wrong on this device, which proves nothing about others")
+            results.meta["no_fence_shown_wrong"] = False
+        else:
+            fence = f"the fence-less variant did not run ({nf.get('status')})"
+        results.meta["conclusion"] = (
+            "; ".join(parts or ["no variant verified"]) + f". {fence}. Quasar 9.8.2-9.8.3: a grid "
+            "that waits on itself must be no larger than what can be resident (opt_block_cnt), and "
+            "memory fences keep a global store from being seen after what follows it.")
+
+    @classmethod
+    def summary(cls, results: Any) -> Any:
+        return table(results, ["variant", "status", "groups", "launches", "median_ns", "spread_pct",
+                               "gbps", "fraction_of_peak", "wrong_trials", "trials", "rel_error",
+                               "rel_bound"])

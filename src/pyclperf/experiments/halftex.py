@@ -1,0 +1,168 @@
+"""halftex: the same 2-D gather from global floats, a CL_FLOAT image and a CL_HALF_FLOAT image
+(Quasar 9.4; kernels/halftex.cl): bandwidth, and the error the storage format leaves against the
+float64 input.
+
+Every output texel is the input texel at (x + dx, y + dy), clamped at the edges: a resampling by a
+whole-texel shift, so no interpolation error hides the format's own. Bandwidth counts the bytes
+read (4 per texel, 2 for half) and the float written.
+
+Verification on fresh random input (uniform on [-range, range], range 1000 by default, inside
+half's 65504), the output poisoned: the float variants must reproduce the shifted input exactly;
+the half variant must equal the float16 rounding of it exactly (what the image holds), which is
+within 2^-11 relative (half's unit roundoff) of the float64 value. Before its point runs, the half
+image is probed with known values; a device whose kernels do not read them back (PoCL lists the
+format but reads it wrongly) has the point ``skipped`` with what the probe saw.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..checks import compare, poison_device
+from ..results import OK, SKIPPED
+from ._kit import FLOAT, check_image_side, image_bytes, no_images_reason, pick, table
+from .base import Check, Experiment, Launch, noise_note
+
+VARIANTS = ("global", "float image", "half image")
+TILE = (16, 16)
+SHIFT = (3, -2)  # (dx, dy)
+HALF_U = 2.0**-11  # unit roundoff of float16
+HALF_SUBNORMAL = 2.0**-24  # float16's spacing below its normal range
+
+
+def shifted(x: np.ndarray, dx: int, dy: int) -> np.ndarray:
+    """out[y, x] = in[clamp(y + dy), clamp(x + dx)]."""
+    h, w = x.shape
+    rows = np.clip(np.arange(h) + dy, 0, h - 1)
+    cols = np.clip(np.arange(w) + dx, 0, w - 1)
+    return x[np.ix_(rows, cols)]
+
+
+class HalfTexture(Experiment):
+    id = "halftex"
+    description = ("a 2-D gather from global floats, a CL_FLOAT image and a CL_HALF_FLOAT image: "
+                   "bandwidth and the error vs float64 (Quasar 9.4; `--size` is the side)")
+    order = 165
+    title = "16-bit textures: half vs float images vs global floats"
+    x = "variant"
+    x_label = "variant"
+    guide = "Quasar 9.4 (16-bit float textures)"
+    plot = {"kind": "bars", "label": "variant"}
+    size_arg, values_arg, local_size_arg = "side", None, None
+
+    def __init__(self, ctx: Any, side: int | None = None, variants: Sequence[str] | None = None,
+                 value_range: float = 1000.0) -> None:
+        super().__init__(ctx)
+        info = ctx.info
+        self.side = int(side) if side is not None else (8192 if info.is_gpu else 512)
+        if self.side <= 0 or self.side % TILE[0]:
+            raise _core.InvalidArgumentError(f"{self.id}: side {self.side} must be a positive multiple of {TILE[0]}")
+        if not 0 < value_range <= 65504:
+            raise _core.InvalidArgumentError(f"{self.id}: the value range must lie in (0, 65504], half's largest")
+        self.value_range = float(value_range)
+        self.variants = pick(self.id, VARIANTS, variants, "variants")
+        check_image_side(info, self.side, self.side, self.id)
+        nbytes = image_bytes(info, self.side, self.side)
+        self.program = ctx.program(file="halftex.cl")
+        self.src, self.dst = ctx.buffer(nbytes), ctx.buffer(nbytes)
+        self.images: dict[str, Any] = {}
+        if info.image_support:
+            self.images = {"float image": ctx.image(self.side, self.side),
+                           "half image": ctx.image(self.side, self.side, half=True)}
+        self.half_probe = self.probe() if info.image_support else None
+        self.rng = np.random.default_rng()
+
+    def probe(self) -> str | None:
+        """None if a kernel reads a small half image back as stored; else what it read."""
+        want = (np.arange(TILE[0] * TILE[1]).reshape(TILE) / 4 - 8).astype(np.float16)
+        img = self.ctx.to_image(want)
+        out = self.ctx.buffer(want.size * FLOAT)
+        k = self.program.kernel("gather_image").set_args(img, np.int32(TILE[0]), np.int32(TILE[1]),
+                                                         np.int32(0), np.int32(0), out)
+        k.run(list(TILE), list(TILE))
+        got = np.empty(TILE, np.float32)
+        out.read(got)
+        if np.array_equal(got, want.astype(np.float32)):
+            return None
+        return (f"this device's kernels do not read CL_HALF_FLOAT images as stored: a probe read "
+                f"{got.reshape(-1)[:3].tolist()} where the image holds {want.reshape(-1)[:3].astype(float).tolist()}")
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "side": self.side, "shift": SHIFT, "value_range": self.value_range,
+                "half_probe": self.half_probe or "ok"}
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"variant": v} for v in self.variants]
+
+    def skip(self, point: dict[str, Any]) -> str | None:
+        if point["variant"] == "global":
+            return None
+        if not self.images:
+            return no_images_reason(self.ctx)
+        return self.half_probe if point["variant"] == "half image" else None
+
+    def launch(self, point: dict[str, Any]) -> Launch:
+        v = point["variant"]
+        args = (np.int32(self.side), np.int32(self.side), np.int32(SHIFT[0]), np.int32(SHIFT[1]), self.dst)
+        if v == "global":
+            k = self.program.kernel("gather_global").set_args(self.src, *args)
+        else:
+            k = self.program.kernel("gather_image").set_args(self.images[v], *args)
+        n = self.side * self.side
+        texel = 2 if v == "half image" else FLOAT
+        return Launch.one(k, (self.side, self.side), TILE, n * (texel + FLOAT),
+                          columns={"texel_bytes": texel}, rates={"gtexels_per_s": n})
+
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        r = self.value_range
+        x = self.rng.uniform(-r, r, (self.side, self.side)).astype(np.float32)
+        v = point["variant"]
+        if v == "global":
+            self.src.write(x)
+        elif v == "float image":
+            self.images[v].write(x)
+        else:
+            self.images[v].write(x.astype(np.float16))
+        poison_device(self.dst)
+        launch.run()
+        got = np.empty_like(x)
+        self.dst.read(got)
+        stored = x.astype(np.float16).astype(np.float32) if v == "half image" else x
+        passed, detail = compare(got.view(np.uint32), shifted(stored, *SHIFT).view(np.uint32), "texels")
+        exact = shifted(x, *SHIFT).astype(np.float64)
+        bound = HALF_U if v == "half image" else 0.0
+        with np.errstate(invalid="ignore"):  # an unwritten texel is the poison, a signalling NaN
+            err = np.abs(got.astype(np.float64) - exact)
+            # Below half's normal range (2^-14) its spacing is fixed at 2^-24: half of that absolute.
+            over = ~(err <= bound * np.abs(exact) + (HALF_SUBNORMAL / 2 if bound else 0.0))
+            normal = np.abs(exact) >= 2.0**-14
+            rel = err[normal] / np.abs(exact[normal])
+        columns = {"max_rel_error": float(rel.max()) if rel.size and np.isfinite(rel).all() else float("nan"),
+                   "rel_bound": bound}
+        if passed and over.any():
+            passed, detail = False, f"{int(over.sum())} texels beyond the format's rounding bound"
+        return Check(passed, detail, columns)
+
+    def finish(self, results: Any) -> None:
+        rows = {r["variant"]: r for r in results.rows}
+        ok = [r for r in results.rows if r.get("status") == OK]
+        base = rows.get("float image")
+        parts = [f"{r['variant']} {r['gbps']:.1f} GB/s, {r['gtexels_per_s']:.2f} Gtexel/s{noise_note(r)}, "
+                 f"max relative error {r['max_rel_error']:.2g}" for r in ok]
+        half = rows.get("half image")
+        if half and half.get("status") == OK and base and base.get("status") == OK:
+            parts.append(f"half image at {half['gtexels_per_s'] / base['gtexels_per_s']:.2f}x the float "
+                         "image's texel rate")
+        skipped = [f"{r['variant']} skipped ({r['error']})" for r in results.rows if r.get("status") == SKIPPED]
+        results.meta["conclusion"] = (
+            "; ".join(parts + skipped or ["no variant verified"]) + ". Quasar 9.4: 16-bit float "
+            "textures take half the memory bandwidth of 32-bit ones, at a precision of about 2^-10, "
+            "a largest value of 65504, and whole numbers exact only up to 2048.")
+
+    @classmethod
+    def summary(cls, results: Any) -> Any:
+        return table(results, ["variant", "status", "texel_bytes", "median_ns", "spread_pct", "gbps",
+                               "gtexels_per_s", "max_rel_error", "rel_bound", "error"])

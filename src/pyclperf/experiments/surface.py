@@ -1,0 +1,119 @@
+"""surface: stores through ``write_imagef`` into an image against plain global stores, and the
+rule that an image written by one launch reads back in the next (Quasar 9.6, Guide 3.2.4;
+kernels/surface.cl).
+
+Variants, over a width x height grid of floats (each work-item reads x, writes 2 x + 1):
+
+* ``global``: a float buffer, row-major;
+* ``image``: a CL_R float image through ``write_imagef``;
+* ``image, next launch``: ``image`` and then a second launch that copies the image into a buffer
+  with ``read_imagef`` (both launches' times count): the written texels must be there.
+
+Where the device has no image support the image points are ``skipped`` with the reason. The
+image is CL_R / CL_FLOAT: the core makes no CL_HALF_FLOAT images yet.
+
+Verification: fresh random floats in, the output (buffer or image) poisoned, every texel against
+NumPy's 2 x + 1 within 1 ulp (2 x is exact, so a multiply-add or a fused one rounds once). Bandwidth counts 8 bytes per texel per launch (read and write).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..checks import POISON_U32, compare_ulp, poison_device
+from ..results import OK, SKIPPED
+from ._kit import FLOAT, check_image_side, image_bytes, no_images_reason, pick, table
+from .base import Check, Experiment, Launch, noise_note
+
+VARIANTS = ("global", "image", "image, next launch")
+TILE = (16, 16)
+
+
+class Surface(Experiment):
+    id = "surface"
+    description = ("stores through `write_imagef` into an image vs global stores, and an image "
+                   "written by one launch read back in the next (Quasar 9.6; `--size` is the side)")
+    order = 170
+    title = "Image writes (surfaces) vs global stores"
+    x = "variant"
+    x_label = "variant"
+    guide = "Quasar 9.6 (surface writes), Guide 3.2.4 (image writes seen from the next launch)"
+    plot = {"kind": "bars", "label": "variant"}
+    size_arg, values_arg, local_size_arg = "side", None, None
+
+    def __init__(self, ctx: Any, side: int | None = None, variants: Sequence[str] | None = None) -> None:
+        super().__init__(ctx)
+        info = ctx.info
+        self.side = int(side) if side is not None else (8192 if info.is_gpu else 512)
+        if self.side <= 0 or self.side % TILE[0]:
+            raise _core.InvalidArgumentError(f"{self.id}: side {self.side} must be a positive multiple of {TILE[0]}")
+        self.variants = pick(self.id, VARIANTS, variants, "variants")
+        check_image_side(info, self.side, self.side, self.id)
+        nbytes = image_bytes(info, self.side, self.side)
+        self.program = ctx.program(file="surface.cl")
+        self.src, self.dst = ctx.buffer(nbytes), ctx.buffer(nbytes)
+        self.img = ctx.image(self.side, self.side) if info.image_support else None
+        self.rng = np.random.default_rng()
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "side": self.side, "texels": self.side * self.side}
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"variant": v} for v in self.variants]
+
+    def skip(self, point: dict[str, Any]) -> str | None:
+        return no_images_reason(self.ctx) if point["variant"] != "global" and self.img is None else None
+
+    def launch(self, point: dict[str, Any]) -> Launch:
+        w = np.int32(self.side)
+        g = (self.side, self.side)
+        n = self.side * self.side
+        if point["variant"] == "global":
+            steps = [(self.program.kernel("store_global").set_args(self.src, w, self.dst), g, TILE)]
+        else:
+            steps = [(self.program.kernel("store_image").set_args(self.src, w, self.img), g, TILE)]
+            if point["variant"] == "image, next launch":
+                steps.append((self.program.kernel("load_image").set_args(self.img, w, self.dst), g, TILE))
+        return Launch(steps, 2 * FLOAT * n * len(steps), columns={"launches": len(steps), "texels": n},
+                      rates={"gtexels_per_s": n})
+
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        x = self.rng.standard_normal((self.side, self.side)).astype(np.float32)
+        self.src.write(x)
+        poison_device(self.dst)
+        poisoned = np.full((self.side, self.side), POISON_U32, np.uint32).view(np.float32)
+        if self.img is not None:
+            self.img.write(poisoned)
+        launch.run()
+        got = np.empty_like(x)
+        if point["variant"] == "image":
+            self.img.read(got)
+        else:
+            self.dst.read(got)
+        want = x.astype(np.float64) * 2.0 + 1.0
+        with np.errstate(invalid="ignore"):  # an unwritten texel is the poison, a signalling NaN
+            return Check(*compare_ulp(got, want, 1.0, "texels"))
+
+    def finish(self, results: Any) -> None:
+        rows = {r["variant"]: r for r in results.rows}
+        ok = [r for r in results.rows if r.get("status") == OK]
+        base = rows.get("global")
+        parts = [f"{r['variant']} {r['gbps']:.1f} GB/s{noise_note(r)}"
+                 + (f" ({r['gbps'] / base['gbps']:.2f}x global)" if base and base.get("status") == OK
+                    and r is not base else "") for r in ok]
+        nxt = rows.get("image, next launch")
+        if nxt is not None and nxt.get("status") == OK:
+            parts.append("the texels one launch wrote were all there for the next")
+        skipped = [f"{r['variant']} skipped ({r['error']})" for r in results.rows if r.get("status") == SKIPPED]
+        results.meta["conclusion"] = (
+            "; ".join(parts + skipped or ["no variant verified"]) + ". Quasar 9.6: kernels can "
+            "write images as well as read them; Guide 3.2.4: a read is sure to see an image write "
+            "only from a later launch (within the same launch it is undefined).")
+
+    @classmethod
+    def summary(cls, results: Any) -> Any:
+        return table(results, ["variant", "status", "launches", "median_ns", "spread_pct", "gbps",
+                               "gtexels_per_s", "error"])

@@ -1,0 +1,254 @@
+"""workingset: read and copy bandwidth, and dependent-load latency, against the size of the data a
+kernel keeps touching (kernels/workingset.cl).
+
+The Guide (2009, Table 3.1 and 5.1.1) describes global memory as uncached, every access paying
+400 to 600 clock cycles. Today's devices put one or more caches in front of it; this experiment
+finds them by walking the same working set over and over:
+
+* ``read``: every work-item sums words of a set of ``size`` bytes, the grid sweeping it ``passes``
+  times or more per launch (at least ``min_bytes`` of reads, so a tiny set still makes a launch
+  long enough to time). Bandwidth counts every word read.
+* ``copy``: the same walk copying a set of size / 2 bytes into another (working set: both halves).
+  Bandwidth counts every word read and written.
+* ``chase``: one work-item follows a random cyclic permutation of the set's words, ``steps`` loads
+  each waiting for the one before: the row's ``latency_ns`` is the time per load.
+
+Sizes are powers of two from 4 KiB up to min(1/4 of global memory, 1 GiB) on a GPU and 64 MiB on a
+CPU device (never past the largest allocation). The plot marks the global-memory cache size the
+device reports (CL_DEVICE_GLOBAL_MEM_CACHE_SIZE).
+
+Verification, per point, on fresh random words with poisoned outputs: each work-item's sum
+against NumPy's (32-bit, wrapping), the copied words exactly (and the poison past them intact),
+and the chase's end position against the permutation's cycle order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..checks import POISON_U32, compare, poison_device
+from ..results import OK
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, check_alloc, pick, positive, table
+from .base import Check, Experiment, Launch, noise_note
+
+KINDS = ("read", "copy", "chase")
+SMALLEST = 4 << 10
+GUIDE_LATENCY_CYCLES = (400, 600)
+GUARD = 256  # words past the largest copy's destination that must keep their poison
+LEVEL_JUMP = 1.5  # a latency this many times the previous size's marks a new level
+
+
+def pow2_floor(v: int) -> int:
+    return 1 << (max(int(v), 1).bit_length() - 1)
+
+
+def default_sizes(info: Any) -> list[int]:
+    """4 KiB, 8 KiB ... up to min(1/4 of global memory, 1 GiB) on a GPU, 64 MiB elsewhere (a CPU
+    device's caches are a few MiB; more only makes the run slow), within the largest allocation."""
+    cap = min(info.global_mem_bytes // 4, 1 << 30) if info.is_gpu else 64 << 20
+    cap = pow2_floor(min(cap, info.max_alloc_bytes))
+    return [1 << k for k in range(SMALLEST.bit_length() - 1, cap.bit_length())]
+
+
+def cycle(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A random cyclic permutation of n words: (next, order) with next[order[i]] = order[i + 1],
+    so following next from order[0] visits every word once before coming back."""
+    order = rng.permutation(n).astype(np.uint32)
+    nxt = np.empty(n, np.uint32)
+    nxt[order] = np.roll(order, -1)
+    return nxt, order
+
+
+def read_reference(words: np.ndarray, grid: int, iters: int) -> np.ndarray:
+    """What ws_read writes: work-item g sums words[(g + j grid) % n] for j < iters, mod 2^32.
+
+    n and grid are powers of two and iters a multiple of n / grid where that exceeds 1, so each
+    work-item sees its residue class of n modulo grid (or the one word g % n) whole, iters / r
+    times."""
+    n = words.size
+    w = words.astype(np.uint64)
+    if grid >= n:
+        sums = iters * w[np.arange(grid) % n]
+    else:
+        r = n // grid
+        sums = (iters // r) * w.reshape(r, grid).sum(axis=0)
+    return (sums % (1 << 32)).astype(np.uint32)
+
+
+class WorkingSet(Experiment):
+    id = "workingset"
+    description = ("read and copy bandwidth and dependent-load latency against working-set size, "
+                   "4 KiB up to much of device memory, the reported cache size marked (the Guide's "
+                   "uncached global memory vs today's caches; values are sizes in bytes)")
+    order = 85
+    title = "Bandwidth and latency vs working-set size"
+    x = "size"
+    x_label = "working set (bytes)"
+    guide = "Guide 3.2 Table 3.1, 5.1.1 (global memory uncached, 400-600 cycles)"
+    plot = {"kind": "lines", "y": "gbps", "ylabel": "GB/s (chase: 4 bytes per dependent load)",
+            "group": "kind", "logx": True, "logy": True,
+            "vlines": {"CL_DEVICE_GLOBAL_MEM_CACHE_SIZE": "global_mem_cache_bytes"}}
+    size_arg, values_arg = None, "sizes"
+
+    def __init__(self, ctx: Any, sizes: Sequence[int] | None = None,
+                 local_size: int = DEFAULT_LOCAL_SIZE, kinds: Sequence[str] | None = None,
+                 passes: int = 4, min_bytes: int | None = None, steps: int | None = None,
+                 groups: int | None = None) -> None:
+        super().__init__(ctx)
+        info = ctx.info
+        self.sizes = [int(s) for s in (sizes if sizes is not None else default_sizes(info))]
+        if not self.sizes or any(s < 64 or s & (s - 1) for s in self.sizes):
+            raise _core.InvalidArgumentError(
+                f"{self.id}: sizes must be powers of two of at least 64 bytes, got {self.sizes}")
+        self.kinds = pick(self.id, KINDS, kinds, "kinds")
+        self.local_size = positive(self.id, "work-group size", local_size)
+        self.passes = positive(self.id, "passes", passes)
+        # Enough reads per launch that the smallest set's launch is not all launch overhead.
+        self.min_bytes = positive(self.id, "min_bytes", min_bytes if min_bytes is not None
+                                  else (256 << 20 if info.is_gpu else 8 << 20))
+        self.steps = positive(self.id, "steps", steps if steps is not None
+                              else (1 << 15 if info.is_gpu else 1 << 16))
+        if groups is None:
+            # Full occupancy many times over; a power of two keeps the reference in closed form.
+            groups = pow2_floor(32 * info.compute_units)
+        self.groups = positive(self.id, "groups", groups)
+        if self.groups & (self.groups - 1) or self.local_size & (self.local_size - 1):
+            raise _core.InvalidArgumentError(
+                f"{self.id}: work-groups ({self.groups}) and work-group size ({self.local_size}) "
+                "must be powers of two")
+        self.grid = self.groups * self.local_size
+        largest = check_alloc(self.id, info, max(self.sizes), "the largest working set")
+        self.program = ctx.program(file="workingset.cl")
+        self.src = ctx.buffer(largest)
+        self.dst = ctx.buffer(largest // 2 + GUARD * FLOAT)
+        self.out = ctx.buffer(self.grid * FLOAT)
+        self.pos, self.end = ctx.buffer(FLOAT), ctx.buffer(FLOAT)
+        self.chain_n = 0  # words of the permutation now in ``src`` (0: none)
+        self.rng = np.random.default_rng()
+
+    def meta(self) -> dict[str, Any]:
+        info = self.ctx.info
+        return {**super().meta(), "global_mem_cache_bytes": info.global_mem_cache_bytes,
+                "global_mem_cacheline_bytes": info.global_mem_cacheline_bytes,
+                "global_mem_bytes": info.global_mem_bytes, "passes": self.passes,
+                "min_bytes": self.min_bytes, "steps": self.steps, "grid": self.grid}
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"kind": k, "size": s, "size_kib": s / 1024} for k in self.kinds for s in self.sizes]
+
+    def peak_kind(self, row: dict[str, Any]) -> str | None:
+        return None if row.get("kind") == "chase" else "dram"
+
+    def words(self, point: dict[str, Any]) -> int:
+        """Words in each buffer of the set: the copy splits its working set between two."""
+        return point["size"] // (2 * FLOAT if point["kind"] == "copy" else FLOAT)
+
+    def iters(self, n: int) -> int:
+        """Loop trips per work-item: ``passes`` sweeps of the set or ``min_bytes`` of reads,
+        whichever is more, rounded up to whole sweeps of each work-item's residue class."""
+        reads = max(self.passes * n, self.min_bytes // FLOAT)
+        r = max(1, n // self.grid)
+        trips = -(-reads // self.grid)
+        return -(-trips // r) * r
+
+    def install_chain(self, n: int) -> np.ndarray:
+        """A fresh random cycle of n words into ``src`` and the chase's start into ``pos``."""
+        nxt, order = cycle(self.rng, n)
+        self.src.write(nxt)
+        self.pos.write(order[:1].copy())
+        self.chain_n = n
+        return order
+
+    def launch(self, point: dict[str, Any]) -> Launch:
+        kind, n = point["kind"], self.words(point)
+        columns = {"words": n, "grid": self.grid}
+        if kind == "chase":
+            if self.chain_n != n:  # the timed launches must follow a valid chain even unverified
+                self.install_chain(n)
+            k = self.program.kernel("ws_chase").set_args(self.src, np.uint32(self.steps), self.pos,
+                                                         self.end)
+            return Launch.one(k, 1, 1, self.steps * FLOAT, columns={**columns, "steps": self.steps})
+        self.chain_n = 0  # the read and copy checks overwrite src
+        iters = self.iters(n)
+        out = self.out if kind == "read" else self.dst
+        k = self.program.kernel(f"ws_{kind}").set_args(self.src, np.uint32(n - 1), np.uint32(iters), out)
+        moved = self.grid * iters * FLOAT * (1 if kind == "read" else 2)
+        return Launch.one(k, self.grid, self.local_size, moved,
+                          columns={**columns, "iters": iters, "sweeps": self.grid * iters / n})
+
+    def check(self, point: dict[str, Any], launch: Launch) -> Check:
+        kind, n = point["kind"], self.words(point)
+        if kind == "chase":
+            order = self.install_chain(n)
+            poison_device(self.end)
+            launch.run()
+            got = np.empty(1, np.uint32)
+            self.end.read(got)
+            want = order[self.steps % n: self.steps % n + 1]
+            self.pos.write(order[:1].copy())  # timing starts from the cycle's start again
+            return Check(*compare(got, want, "chase end positions"))
+        words = self.rng.integers(0, 2**32, size=n, dtype=np.uint32)
+        self.src.write(words)
+        if kind == "read":
+            poison_device(self.out)
+            launch.run()
+            got = np.empty(self.grid, np.uint32)
+            self.out.read(got)
+            return Check(*compare(got, read_reference(words, self.grid, launch.columns["iters"]),
+                                  "work-item sums"))
+        poison_device(self.dst)
+        launch.run()
+        span = min(n + GUARD, self.dst.nbytes // FLOAT)
+        got = np.empty(span, np.uint32)
+        self.dst.read(got)
+        want = np.full(span, POISON_U32, np.uint32)
+        want[:n] = words
+        return Check(*compare(got, want, "copied words (and the poison after them)"))
+
+    def finish(self, results: Any) -> None:
+        """Latency per load for the chase rows; levels where it jumps; the Guide beside both."""
+        for r in results.rows:
+            if r.get("kind") == "chase" and r.get("median_ns"):
+                r["latency_ns"] = r["median_ns"] / r["steps"]
+        ok = [r for r in results.rows if r.get("status") == OK]
+        parts = []
+        for kind in ("read", "copy"):
+            rows = sorted((r for r in ok if r["kind"] == kind), key=lambda r: r["size"])
+            if len(rows) >= 2:
+                top = max(rows, key=lambda r: r["gbps"])
+                last = rows[-1]
+                parts.append(f"{kind}: {top['gbps']:.1f} GB/s at {_size(top['size'])}"
+                             f"{noise_note(top)} vs {last['gbps']:.1f} GB/s at {_size(last['size'])} "
+                             f"({top['gbps'] / last['gbps']:.1f}x)")
+        chase = sorted((r for r in ok if r["kind"] == "chase"), key=lambda r: r["size"])
+        if chase:
+            levels = [f"{_size(b['size'])} ({b['latency_ns']:.1f} ns)" for a, b in zip(chase, chase[1:])
+                      if b["latency_ns"] > LEVEL_JUMP * a["latency_ns"]]
+            results.meta["latency_steps_at"] = [b["size"] for a, b in zip(chase, chase[1:])
+                                                if b["latency_ns"] > LEVEL_JUMP * a["latency_ns"]]
+            parts.append(f"dependent loads: {chase[0]['latency_ns']:.1f} ns at {_size(chase[0]['size'])}, "
+                         f"{chase[-1]['latency_ns']:.1f} ns at {_size(chase[-1]['size'])}; latency "
+                         f"rises more than {LEVEL_JUMP}x at " + (", ".join(levels) if levels else "no size"))
+        cache = results.meta.get("global_mem_cache_bytes")
+        device = (f"The device reports a {_size(cache)} global-memory cache"
+                  if cache else "The device reports no global-memory cache")
+        lo, hi = GUIDE_LATENCY_CYCLES
+        results.meta["conclusion"] = (
+            "; ".join(parts or ["no point verified"]) + f". {device}. The Guide (2009, Table 3.1) "
+            f"calls global memory uncached, each access paying {lo}-{hi} cycles whatever the size: "
+            "a flat curve. Steps in these curves are cache levels it did not have.")
+
+    @classmethod
+    def summary(cls, results: Any) -> Any:
+        return table(results, ["kind", "size_kib", "status", "median_ns", "spread_pct", "gbps",
+                               "fraction_of_peak", "latency_ns", "sweeps"])
+
+
+def _size(nbytes: float) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):g} {unit}"
+    return f"{nbytes:g} B"
