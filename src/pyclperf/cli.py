@@ -64,6 +64,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pyclperf.experiments import get, run
     from pyclperf.sweep import timing_label
 
+    if args.devices:
+        from pyclperf.fleet import cmd_run_fleet
+
+        return cmd_run_fleet(args)
     ctx = pyclperf.Context(args.device)
     out_dir = Path(args.out)
     print(f"{args.experiment} on {ctx.info.name} ({ctx.info.platform_name}); timing: "
@@ -112,7 +116,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from pyclperf.report import compare
     from pyclperf.results import Results
 
-    table = compare(Results.load(args.a), Results.load(args.b), metric=args.metric)
+    if args.b is None:  # one fleet file: its devices side by side
+        from pyclperf.fleet import compare_fleet
+
+        table = compare_fleet(Results.load(args.a), metric=args.metric)
+    else:
+        table = compare(Results.load(args.a), Results.load(args.b), metric=args.metric)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.csv:
         table.to_csv(args.csv, index=False)
@@ -181,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--pcie-gbps", type=float, default=None,
                    help="theoretical PCIe bandwidth per direction, instead of NVML's figures")
     r.add_argument("--out", default="results", help="output folder (default ./results)")
+    r.add_argument("--devices", default=None,
+                   help="'all' (every GPU) or comma-separated specs: one process per device, "
+                        "one results file with a 'device' column")
     r.add_argument("--no-plot", action="store_true")
     r.set_defaults(func=cmd_run)
     rep = sub.add_parser("report", help="one self-contained HTML page from results files")
@@ -189,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=cmd_report)
     cmp_ = sub.add_parser("compare", help="two results files of one experiment side by side")
     cmp_.add_argument("a")
-    cmp_.add_argument("b")
+    cmp_.add_argument("b", nargs="?", default=None,
+                      help="omit it to compare the devices of one fleet run (run --devices)")
     cmp_.add_argument("--metric", default=None, help="column to compare (default gbps, else median_ns)")
     cmp_.add_argument("--csv", default=None, help="also write the table as CSV")
     cmp_.set_defaults(func=cmd_compare)
