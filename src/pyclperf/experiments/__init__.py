@@ -19,6 +19,7 @@ from .launchbounds import LaunchBounds
 from .layout import StructLayout
 from .matmul import AAT, MatMul, Tiling
 from .occupancy import Occupancy
+from .p2p import P2P
 from .peak_bandwidth import PeakExperiment
 from .reduction import Reduction
 from .separable import Separable
@@ -29,7 +30,7 @@ from .vector import VectorWidth
 # In the order of EXPERIMENTS.md: timing, transfers, coalescing, local memory, read-only caches,
 # execution configuration, instructions, cooperative patterns.
 CATALOGUE: tuple[type[Sweep], ...] = (
-    Timers, PeakExperiment, Transfer, Batching,
+    Timers, PeakExperiment, Transfer, Batching, P2P,
     OffsetCopy, StrideCopy, VectorWidth, StructLayout,
     MatMul, AAT, Banks, Tiling,
     ConstantMemory, Texture,
