@@ -143,3 +143,19 @@ def test_external_workers_one_killed_mid_sweep_lose_and_repeat_nothing(external_
     assert len(keys) == 12 and {r["status"] for r in res.rows} == {"ok"}
     assert sorted(keys) == sorted(_unique(Results.load(out).rows))
     assert len({r["device"] for r in res.rows}) == 1  # both workers serve the one PoCL device
+
+
+def test_isolate_keeps_this_process_alive_through_a_crashing_configuration(ctx):
+    x = np.arange(N, dtype=np.float32)
+    parent = os.getpid()
+
+    def maybe_abort(config: dict) -> np.ndarray:
+        if config["UNROLL"] == 2 and os.getpid() != parent:  # never in this process
+            os.abort()
+        return x
+
+    job = _job(x, {"block_size_x": [32], "UNROLL": [1, 2]})
+    job["args"][1] = maybe_abort
+    res = tune(**job, ctx=ctx, isolate=True)
+    assert [(r["UNROLL"], r["status"]) for r in sorted(res.rows, key=lambda r: r["UNROLL"])] \
+        == [(1, "ok"), (2, "crashed")]
