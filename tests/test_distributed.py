@@ -84,6 +84,34 @@ def test_a_configuration_that_kills_its_worker_is_crashed_and_the_sweep_goes_on(
     assert {by[u]["status"] for u in (1, 2, 4, 5)} == {"ok"}
 
 
+def test_ctrl_c_on_the_client_cancels_and_keeps_what_finished(tmp_path, fleet):
+    import signal
+
+    x = np.arange(N, dtype=np.float32)
+    out = tmp_path / "i.jsonl"
+
+    def slow(config: dict, seconds: float) -> float:
+        time.sleep(0.3)
+        return 1.0
+
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 2.5)
+    try:
+        res = tune(**_job(x, {"block_size_x": [32], "UNROLL": list(range(1, 41))}),
+                   metrics={"slow": slow}, client=fleet.client, out=out)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert res.meta.get("interrupted") is True
+    kept = _unique(Results.load(out).rows)
+    assert 0 < len(kept) < 40 and sorted(kept) == sorted(_unique(res.rows))
+    time.sleep(1.0)  # nothing cancelled goes on to write
+    assert len(Results.load(out).rows) == len(kept)
+
+
 @pytest.fixture
 def external_cluster(tmp_path):
     """A scheduler and two workers as separate processes, the way a user starts them on hosts."""
