@@ -85,7 +85,7 @@ def test_a_configuration_that_kills_its_worker_is_crashed_and_the_sweep_goes_on(
 
 
 def test_ctrl_c_on_the_client_cancels_and_keeps_what_finished(tmp_path, fleet):
-    import signal
+    import _thread
 
     x = np.arange(N, dtype=np.float32)
     out = tmp_path / "i.jsonl"
@@ -94,20 +94,20 @@ def test_ctrl_c_on_the_client_cancels_and_keeps_what_finished(tmp_path, fleet):
         time.sleep(0.3)
         return 1.0
 
-    def interrupt(*_: object) -> None:
-        raise KeyboardInterrupt
+    def ctrl_c_once_rows_arrive() -> None:  # Ctrl-C as the main thread sees it
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if out.exists() and len(out.read_text().splitlines()) >= 3:
+                _thread.interrupt_main()
+                return
+            time.sleep(0.05)
 
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 2.5)
-    try:
-        res = tune(**_job(x, {"block_size_x": [32], "UNROLL": list(range(1, 41))}),
-                   metrics={"slow": slow}, client=fleet.client, out=out)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    threading.Thread(target=ctrl_c_once_rows_arrive, daemon=True).start()
+    res = tune(**_job(x, {"block_size_x": [32], "UNROLL": list(range(1, 41))}),
+               metrics={"slow": slow}, client=fleet.client, out=out)
     assert res.meta.get("interrupted") is True
     kept = _unique(Results.load(out).rows)
-    assert 0 < len(kept) < 40 and sorted(kept) == sorted(_unique(res.rows))
+    assert 2 <= len(kept) < 40 and sorted(kept) == sorted(_unique(res.rows))
     time.sleep(1.0)  # nothing cancelled goes on to write
     assert len(Results.load(out).rows) == len(kept)
 

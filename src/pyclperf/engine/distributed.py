@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
 from types import SimpleNamespace
 from typing import Any, Callable, Sequence
@@ -45,6 +46,8 @@ RESOURCE = "pyclperf"
 # configurations per worker; a model-based one gets one per worker, so it learns as it goes.
 AHEAD_PER_WORKER = 2
 UNINFORMED = ("brute_force", "random_sample")
+# How long to wait for a first pyclperf worker to join before saying none is there.
+WAIT_FOR_WORKERS_S = 30.0
 
 
 class DevicePin(WorkerPlugin):
@@ -118,8 +121,7 @@ class Fleet:
     def __init__(self, client: Any, cluster: Any = None) -> None:
         self.client = client
         self.cluster = cluster
-        info = client.scheduler_info()["workers"]
-        self.workers = [a for a, w in info.items() if w.get("resources", {}).get(RESOURCE)]
+        self.workers = self._pyclperf_workers(WAIT_FOR_WORKERS_S)
         if not self.workers:
             self.close()
             raise ValueError(
@@ -129,6 +131,17 @@ class Fleet:
         described = client.run(remote.describe, workers=self.workers)
         self.device_of = {addr: d["label"] for addr, d in described.items()}
         self.view = FleetView(list(described.values()))
+
+    def _pyclperf_workers(self, timeout: float) -> list[str]:
+        """Addresses of the workers offering the resource; waits a while for the first, since a
+        cluster may still be starting, or restarting a worker that crashed."""
+        deadline = time.monotonic() + timeout
+        while True:
+            info = self.client.scheduler_info()["workers"]
+            found = [a for a, w in info.items() if w.get("resources", {}).get(RESOURCE)]
+            if found or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.2)
 
     @classmethod
     def open(cls, devices: Any = None, client: Any = None, isolate: bool = False,
@@ -205,7 +218,10 @@ class Fleet:
             self.client.cancel(list(inflight))
             raise
         finally:
-            self.client.unregister_worker_plugin(shipper.name)
+            try:  # frees the job on the workers; a client that lost its scheduler cannot
+                self.client.unregister_worker_plugin(shipper.name)
+            except Exception:  # noqa: BLE001 - cleanup must not hide why the sweep ended
+                pass
 
     def _row(self, future: Any, killed: list[str]) -> dict[str, Any] | None:
         """The row a finished future stands for; None when it should run again."""
