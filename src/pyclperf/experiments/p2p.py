@@ -166,7 +166,9 @@ class P2P(Sweep):
         result = ref.timer(launch).measure(5).as_dict()
         ref.stream.synchronize()
         passed = passed and bool(np.array_equal(cp.asnumpy(dst), data))
-        row = {"path": CUDA_PEER, "bytes": n, "method": "cuda events", **result}
+        # Without peer access CUDA itself stages the copy through the host: say which it was.
+        row = {"path": CUDA_PEER, "bytes": n, "method": "cuda events", **result,
+               "peer_access": bool(rt.deviceCanAccessPeer(d, s))}
         row["gbps"] = n / row["median_ns"]
         row.update(verdict(True, passed, "" if passed else "peer copy differs"))
         return row
