@@ -15,7 +15,7 @@ host, one worker per device::
     PYCLPERF_DEVICE=0:1 dask worker ...                            # the next device, and so on
 
 A configuration whose worker dies (a segfault, an abort, a driver reset, a lost host) is run
-once more; if a worker dies under it again, its row is ``crashed``. pyclperf counts these
+once more, alone on the cluster; if a worker dies under it again, its row is ``crashed``. pyclperf counts these
 itself, from Dask's KilledWorker; its own clusters set the scheduler's
 ``distributed.scheduler.allowed-failures`` to 0 so a death is reported at once, and a
 scheduler you start yourself should too (``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=0``),
@@ -199,7 +199,16 @@ class Fleet:
             inflight[future] = (config, killed)
             pending.add(future)
 
+        # Configurations whose worker died under them once. Dask blames every task the dying
+        # worker held, queued ones too, so each is run again alone (nothing else in flight):
+        # a death then is the configuration's own doing.
+        suspects: list[tuple[Config, list[str]]] = []
+
         def top_up() -> None:
+            if suspects:
+                if not inflight:
+                    submit(*suspects.pop(0))
+                return
             while len(inflight) < limit and (config := search.ask()) is not None:
                 if config_key(config) not in done:
                     submit(config, [])
@@ -209,10 +218,10 @@ class Fleet:
             for future in pending:
                 config, killed = inflight.pop(future)
                 row = self._row(future, killed)
-                if row is None:  # its worker died under it: once more, elsewhere if Dask can
-                    submit(config, killed)
-                    continue
-                finish(config, row)
+                if row is None:
+                    suspects.append((config, killed))
+                else:
+                    finish(config, row)
                 top_up()
         except BaseException:  # Ctrl-C above all: nothing more runs, what finished is kept
             self.client.cancel(list(inflight))
@@ -229,8 +238,7 @@ class Fleet:
             return dict(future.result())
         exc = future.exception()
         if isinstance(exc, KilledWorker):
-            # Dask blames every task a dying worker held, queued ones too, so one death is
-            # not proof: a configuration is crashed once a second worker died running it.
+            # One death is not proof (see sweep's suspects); one more while it ran alone is.
             address = getattr(getattr(exc, "last_worker", None), "address", None) or "?"
             killed.append(address)
             if len(killed) < 2:
