@@ -104,6 +104,10 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     from pyclperf.results import NOT_FAILED, OK
     from pyclperf.stats import NOISY_SPREAD_PCT
 
+    if args.devices:
+        from pyclperf.fleet import cmd_run_fleet
+
+        return cmd_run_fleet(args)
     ctx = pyclperf.Context(args.device)
     # With --json, stdout carries the rows alone (for a pipe); every message goes to stderr.
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
@@ -170,12 +174,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from pyclperf.compare import compare, slower_rows
     from pyclperf.results import Results
 
-    a, b = Results.load(args.a), Results.load(args.b)
-    table = compare(a, b, metric=args.metric, force=args.force)
-    for diff in table.attrs["differences"]:
-        print(f"warning: the runs differ in {diff} (compared anyway: --force)", file=sys.stderr)
-    print(f"{a.experiment}: A = {args.a}, B = {args.b}")
-    print(table.attrs["header"])
+    if args.b is None:  # one fleet file: its devices side by side
+        from pyclperf.fleet import compare_fleet
+
+        fleet = Results.load(args.a)
+        table = compare_fleet(fleet, metric=args.metric)
+        print(f"{fleet.experiment}: devices of {args.a}")
+    else:
+        a, b = Results.load(args.a), Results.load(args.b)
+        table = compare(a, b, metric=args.metric, force=args.force)
+        for diff in table.attrs["differences"]:
+            print(f"warning: the runs differ in {diff} (compared anyway: --force)", file=sys.stderr)
+        print(f"{a.experiment}: A = {args.a}, B = {args.b}")
+        print(table.attrs["header"])
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.csv:
         table.to_csv(args.csv, index=False)
@@ -272,16 +283,21 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-plot", action="store_true", help="skip the PNG figure")
     r.add_argument("--json", action="store_true",
                    help="print the rows as one JSON array on stdout (messages go to stderr)")
+    r.add_argument("--devices", default=None,
+                   help="'all' (every GPU) or comma-separated specs: one process per device, "
+                        "one results file with a 'device' column")
     r.set_defaults(func=cmd_run)
     rep = sub.add_parser("report", help="one self-contained HTML page from results files",
                          epilog=EXIT_CODES, formatter_class=raw)
     rep.add_argument("results", nargs="+", help="results files (.jsonl)")
     rep.add_argument("--out", default="report", help="output folder (default ./report)")
     rep.set_defaults(func=cmd_report)
-    cmp_ = sub.add_parser("compare", help="two results files of one experiment side by side",
-                          epilog=EXIT_CODES, formatter_class=raw)
-    cmp_.add_argument("a", help="results file A (.jsonl): the reference")
-    cmp_.add_argument("b", help="results file B (.jsonl): ratios are B/A")
+    cmp_ = sub.add_parser("compare", help="two results files of one experiment side by side, "
+                          "or the devices of one fleet run", epilog=EXIT_CODES, formatter_class=raw)
+    cmp_.add_argument("a", help="results file A (.jsonl): the reference, or a fleet run's file")
+    cmp_.add_argument("b", nargs="?", default=None,
+                      help="results file B (.jsonl): ratios are B/A; omit it to compare the "
+                           "devices of one fleet run (run --devices)")
     cmp_.add_argument("--metric", default=None, help="column to compare (default gbps, else median_ns)")
     cmp_.add_argument("--csv", default=None, help="also write the table as CSV")
     cmp_.add_argument("--force", action="store_true",

@@ -134,6 +134,9 @@ def tune(
     resume: bool = True,
     cache: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
+    devices: Any = None,
+    client: Any = None,
+    isolate: bool = False,
 ) -> Results:
     """Build, verify and time ``kernel_name`` for the configurations of ``params``.
 
@@ -159,15 +162,22 @@ def tune(
       file continues only if every defining input (source, options, parameter names,
       arguments, answer, launch geometry, restrictions, device, driver, version) is unchanged.
       ``cache``: the same rows in Kernel Tuner's cache format.
+    * Many devices (``pip install "pyclperf[distributed]"``): ``devices="all"`` (every GPU
+      here) or a list of device specs runs the configurations on a local Dask cluster, one
+      worker process per device; ``client`` uses an existing Dask cluster instead (see
+      engine/distributed.py for the ``dask worker`` line); ``isolate=True`` runs them in one
+      worker process on ``ctx``'s device so a driver crash cannot take this process down.
+      Rows carry a ``device`` column; one that kills its worker twice is ``crashed``.
     """
     from ..context import Context
-    from . import strategies
     from .restrictions import compile_restrictions
 
     if (params is None) == (tune_params is None):
         raise TypeError("give the tunable parameters as params= or tune_params=, exactly once")
     space = dict(params if params is not None else tune_params or {})
-    ctx = Context() if ctx is None else ctx
+    distributed = devices is not None or client is not None or bool(isolate)
+    if not distributed:
+        ctx = Context() if ctx is None else ctx
     if isinstance(restrictions, (str, bytes)) or callable(restrictions):
         restrictions = [restrictions]  # type: ignore[list-item]
     checks = compile_restrictions(list(restrictions), list(space))  # type: ignore[arg-type]
@@ -176,7 +186,7 @@ def tune(
     if iterations is not None:
         min_repeats = max(1, int(iterations))
         max_repeats = max(max_repeats, min_repeats)
-    job = Job(ctx, load_source(source), kernel_name, list(args),
+    job = Job(None if distributed else ctx, load_source(source), kernel_name, list(args),
               Geometry(problem_size, global_size, (grid_div[0], grid_div[1], grid_div[2]),
                        block_size_names or ("block_size_x", "block_size_y", "block_size_z")),
               Verification(answer, reference, verify, rtol, atol),
@@ -184,6 +194,30 @@ def tune(
               list(inout), reset_outputs, warmup, min_time, min_repeats, max_repeats, pinned)
     configs, failed = prune(configurations(space), checks)
     _harness_check(job, configs)
+    fleet = None
+    if distributed:
+        from .distributed import Fleet  # lazily: only this path needs Dask
+
+        fleet = Fleet.open(devices, client, isolate, ctx)
+        ctx = fleet.view
+    try:
+        return _sweep(job, ctx, space, restrictions, configs, failed, fleet, kernel_name,
+                      problem_size, warmup, min_time, strategy, strategy_options, max_fevals,
+                      time_limit, seed, out, resume, cache, progress)
+    finally:
+        if fleet is not None:
+            fleet.close()
+
+
+def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Sequence[Any],
+           configs: list[Config], failed: list[tuple[Config, str]], fleet: Any,
+           kernel_name: str, problem_size: Any, warmup: int, min_time: float, strategy: str,
+           strategy_options: Mapping[str, Any] | None, max_fevals: int | None,
+           time_limit: float | None, seed: int | None, out: Any, resume: bool, cache: Any,
+           progress: bool | None) -> Results:
+    """tune()'s sweep once its inputs are checked: here (fleet None) or on a Dask fleet."""
+    from . import strategies
+
     defining = _defining(job, space, list(restrictions), ctx)
     meta = base_meta(ctx, experiment=f"tune:{kernel_name}", kernel=kernel_name,
                      params={k: list(v) for k, v in space.items()},
@@ -191,7 +225,8 @@ def tune(
                      method="events", warmup=warmup, min_time_s=min_time, strategy=strategy,
                      verified=job.verification.active, metrics=list(job.metrics), x=None,
                      defining=defining, space_size=len(configs) + len(failed),
-                     pruned=len(configurations(space)) - len(configs) - len(failed))
+                     pruned=len(configurations(space)) - len(configs) - len(failed),
+                     **({"devices": fleet.view.labels} if fleet is not None else {}))
     done: set[str] = set()
     append = False
     if out is not None and resume and Path(out).is_file():
@@ -219,21 +254,28 @@ def tune(
         todo = min(todo, max(0, int(max_fevals) - len(resumed)))
     stream = RowStream(Results(meta, resumed), out, total=todo, progress=progress, append=append,
                        sinks=[kt])
+
+    def finish(config: Config, measured: dict[str, Any]) -> None:
+        """One configuration's row: into the strategy, the results, the files and the bar."""
+        key = config_key(config)
+        row: dict[str, Any] = {**config, "config": key, **measured}
+        row["timestamp"] = time.time()
+        done.add(key)
+        search.tell(config, _objective(row))
+        stream.add(row)
+
     try:
         for config, why in failed:  # a restriction that raised: that configuration is invalid
             if config_key(config) not in done:
                 stream.add({**config, "config": config_key(config), "status": INVALID,
                             "error": why, "verified": False})
                 done.add(config_key(config))
-        while (config := search.ask()) is not None:
-            key = config_key(config)
-            if key in done:
+        if fleet is not None:
+            fleet.sweep(job, search, strategy, done, finish)
+        while fleet is None and (config := search.ask()) is not None:
+            if config_key(config) in done:
                 continue
-            row: dict[str, Any] = {**config, "config": key, **measure(job, config)}
-            row["timestamp"] = time.time()
-            done.add(key)
-            search.tell(config, _objective(row))
-            stream.add(row)
+            finish(config, measure(job, config))
     except KeyboardInterrupt:
         stream.results.meta["interrupted"] = True
     finally:

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _core
 from ..checks import landed, poison, poison_device, random_bytes
+from ..stats import KiB
 from ..sweep import timed_row, verdict
 from ..transfers import time_copy, time_transfer
 
@@ -162,3 +163,12 @@ class TransferRig:
         for b in (self.device, self.device2, self.pinned):
             if b is not None:
                 b.release()
+
+
+def sizes_up_to(top: int, bottom: int = KiB) -> list[int]:
+    """Powers of 4 from ``bottom`` to ``top`` bytes."""
+    out, n = [], bottom
+    while n <= top:
+        out.append(n)
+        n *= 4
+    return out

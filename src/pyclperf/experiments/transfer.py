@@ -11,16 +11,7 @@ from .. import _core
 from ..results import OK
 from ..stats import GiB, KiB, MiB
 from .base import Sweep
-from ._transfer import ALL_MODES, Mode, TransferRig, transfer_limit
-
-
-def sizes_up_to(top: int, bottom: int = KiB) -> list[int]:
-    """Powers of 4 from ``bottom`` to ``top`` bytes."""
-    out, n = [], bottom
-    while n <= top:
-        out.append(n)
-        n *= 4
-    return out
+from ._transfer import ALL_MODES, Mode, TransferRig, sizes_up_to, transfer_limit
 
 
 def plateau(results: Any, largest: int = 3) -> pd.DataFrame:

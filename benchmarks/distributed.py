@@ -1,0 +1,165 @@
+"""What Dask costs and what it buys for tune().
+
+    python benchmarks/distributed.py overhead [--configs 500]   # any host, PoCL is fine
+    python benchmarks/distributed.py scaling [--devices 0:0 0:1] # a host with two GPUs
+
+``overhead``: the same job of trivial configurations tuned in this process and on a local Dask
+cluster of one worker on the same device; the difference per configuration is what scheduling,
+shipping rows back and the client's bookkeeping cost (target: under 5 ms). Beside it, Dask's
+own floor on this host: no-op tasks driven the same way (a loaded host raises both alike). Builds are the same
+in both: each side runs the job once untimed first, so both contexts (this process's and the
+worker's) hold every program and the timed passes build nothing.
+
+``scaling``: a verified tuning job of 48 configurations on one GPU and on two, each on a warm
+cluster (started, contexts opened and the job run once untimed before the clock runs, so both
+timed passes find every program built), in the same run; throughput is configurations per
+second (target: two GPUs at least 1.8x one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+# This file is named distributed.py: run as a script, its folder comes first on sys.path and
+# would shadow Dask's 'distributed' package. Take the folder off before anything imports it.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+
+import numpy as np  # noqa: E402
+
+from pyclperf import Context, tune  # noqa: E402
+from pyclperf.engine import remote  # noqa: E402
+from pyclperf.engine.distributed import Fleet  # noqa: E402
+
+TRIVIAL = """__kernel void k(__global int* out) { out[get_global_id(0)] = K; }"""
+
+# A tiled 1-D stencil: enough work per configuration that the GPU, not the scheduling, sets the
+# pace, and an answer to verify every configuration against.
+STENCIL = """__kernel void stencil(__global float* y, __global const float* x, const int n) {
+    const int base = get_global_id(0) * WPT;
+#if UNROLL == 1
+    #pragma unroll 1
+#elif UNROLL == 2
+    #pragma unroll 2
+#else
+    #pragma unroll 4
+#endif
+    for (int w = 0; w < WPT; ++w) {
+        const int i = base + w;
+        if (i >= 2 && i < n - 2)
+            y[i] = 0.1f * x[i - 2] + 0.2f * x[i - 1] + 0.4f * x[i] + 0.2f * x[i + 1] + 0.1f * x[i + 2];
+        else if (i < n) y[i] = x[i];
+    }
+}"""
+
+
+def _trivial_job(n: int) -> dict[str, Any]:
+    return dict(source=TRIVIAL, kernel_name="k", problem_size=64,
+                args=[np.zeros(64, np.int32)], params={"K": list(range(n)), "block_size_x": [64]},
+                min_time=0.0, min_repeats=1, max_repeats=1, warmup=0, progress=False)
+
+
+def overhead(configs: int, device: str) -> dict[str, Any]:
+    ctx = Context(device)
+    spec = f"{ctx.info.platform_index}:{ctx.info.device_index}"
+    tune(**_trivial_job(configs), ctx=ctx)  # warms the on-disk build caches
+    t0 = time.perf_counter()
+    plain = tune(**_trivial_job(configs), ctx=ctx)
+    t_plain = time.perf_counter() - t0
+    fleet = Fleet.local([spec])
+    try:
+        # The same warm-up as in-process: the worker's Context then holds every program, as
+        # ctx does, so what differs below is the scheduling alone.
+        tune(**_trivial_job(configs), client=fleet.client)
+        t0 = time.perf_counter()
+        dist = tune(**_trivial_job(configs), client=fleet.client)
+        t_dask = time.perf_counter() - t0
+        floor = _bare_dask_ms(fleet.client, configs)
+    finally:
+        fleet.close()
+    assert len(plain.rows) == len(dist.rows) == configs
+    return {"device": ctx.info.name, "configs": configs, "plain_s": t_plain, "dask_s": t_dask,
+            "overhead_ms_per_config": 1e3 * (t_dask - t_plain) / configs, "target_ms": 5.0,
+            "bare_dask_ms_per_noop_task": floor}
+
+
+def _noop(i: int) -> dict[str, int]:
+    return {"i": i}
+
+
+def _bare_dask_ms(client: Any, n: int) -> float:
+    """Dask's own floor on this host: no-op tasks submitted as tune() submits configurations
+    (same resource, as many in flight, a new one as each completes), in ms per task."""
+    from distributed import as_completed
+
+    from pyclperf.engine.distributed import AHEAD_PER_WORKER, RESOURCE
+
+    t0 = time.perf_counter()
+    pending, sent = as_completed(), 0
+    for _ in range(AHEAD_PER_WORKER):
+        pending.add(client.submit(_noop, sent, pure=False, resources={RESOURCE: 1}))
+        sent += 1
+    for future in pending:
+        future.result()
+        if sent < n:
+            pending.add(client.submit(_noop, sent, pure=False, resources={RESOURCE: 1}))
+            sent += 1
+    return 1e3 * (time.perf_counter() - t0) / n
+
+
+def _stencil_job(n: int) -> dict[str, Any]:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = x.copy()
+    y[2:-2] = (np.float32(0.1) * x[:-4] + np.float32(0.2) * x[1:-3] + np.float32(0.4) * x[2:-2]
+               + np.float32(0.2) * x[3:-1] + np.float32(0.1) * x[4:])
+    params = {"block_size_x": [64, 128, 256, 512], "WPT": [1, 2, 4, 8], "UNROLL": [1, 2, 4]}
+    return dict(source=STENCIL, kernel_name="stencil", problem_size=n,
+                grid_div_x=["block_size_x", "WPT"], args=[np.zeros(n, np.float32), x, n],
+                params=params, answer=[y, None, None], rtol=1e-4, atol=1e-5, progress=False)
+
+
+def scaling(devices: list[str], n: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"devices": devices}
+    for label, specs in (("one", devices[:1]), ("all", devices)):
+        fleet = Fleet.local(specs)
+        try:
+            fleet.client.run(remote.dask_setup)  # every worker's context open
+            # An untimed pass first, on each fleet: the driver's on-disk build cache would
+            # otherwise favour whichever fleet runs second.
+            tune(**_stencil_job(n), client=fleet.client)
+            t0 = time.perf_counter()
+            res = tune(**_stencil_job(n), client=fleet.client)
+            seconds = time.perf_counter() - t0
+        finally:
+            fleet.close()
+        statuses = sorted({r["status"] for r in res.rows})
+        out[label] = {"workers": len(specs), "configs": len(res.rows), "seconds": seconds,
+                      "configs_per_s": len(res.rows) / seconds, "statuses": statuses,
+                      "rows_per_device": {d: sum(r.get("device") == d for r in res.rows)
+                                          for d in sorted({r.get("device") for r in res.rows})}}
+    out["speedup"] = out["all"]["configs_per_s"] / out["one"]["configs_per_s"]
+    out["target"] = 1.8
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    o = sub.add_parser("overhead")
+    o.add_argument("--configs", type=int, default=500)
+    o.add_argument("--device", default=None)
+    s = sub.add_parser("scaling")
+    s.add_argument("--devices", nargs="+", default=["0:0", "0:1"])
+    s.add_argument("--n", type=int, default=1 << 24)
+    a = ap.parse_args()
+    result = overhead(a.configs, a.device) if a.what == "overhead" else scaling(a.devices, a.n)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+"""tune() over many devices and machines, on Dask distributed (``pip install "pyclperf[distributed]"``).
+
+Only this module imports Dask, and tune() imports it only when asked for devices, a client or
+isolation. Dask does the scheduling, the shipping of the job (cloudpickle for the user's
+callables), rescheduling when a worker is lost and restarting dead workers; pyclperf keeps the
+ask/tell loop and stays the only writer of the results file, so resume works as for one device.
+
+Each worker serves one OpenCL device and advertises the resource ``pyclperf=1``; tasks ask for
+it, so other work on a shared cluster never lands on a pyclperf worker and vice versa. On a GPU
+host, one worker per device::
+
+    dask scheduler --port 8786                                     # anywhere reachable
+    PYCLPERF_DEVICE=0:0 dask worker tcp://SCHEDULER:8786 --nthreads 1 --resources pyclperf=1 \\
+        --preload pyclperf.engine.remote
+    PYCLPERF_DEVICE=0:1 dask worker ...                            # the next device, and so on
+
+A configuration whose worker dies (a segfault, an abort, a driver reset, a lost host) is run
+once more, alone on the cluster; if a worker dies under it again, its row is ``crashed``. pyclperf counts these
+itself, from Dask's KilledWorker; its own clusters set the scheduler's
+``distributed.scheduler.allowed-failures`` to 0 so a death is reported at once, and a
+scheduler you start yourself should too (``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=0``),
+otherwise Dask itself retries each attempt that setting's number of times first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from types import SimpleNamespace
+from typing import Any, Callable, Sequence
+
+import dask
+from distributed import Client, KilledWorker, LocalCluster, as_completed
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from ..devices import ENV_VAR, list_devices, select_device
+from ..results import CRASHED, INVALID
+from . import remote
+from .measure import Job
+from .space import Config, config_key
+
+RESOURCE = "pyclperf"
+# Strategies that never learn from a result may run ahead of the results by this many
+# configurations per worker; a model-based one gets one per worker, so it learns as it goes.
+AHEAD_PER_WORKER = 2
+UNINFORMED = ("brute_force", "random_sample")
+# How long to wait for a first pyclperf worker to join before saying none is there.
+WAIT_FOR_WORKERS_S = 30.0
+
+
+class DevicePin(WorkerPlugin):
+    """Pins each worker of a cluster pyclperf started to its device, by worker name; Dask runs
+    it again on a worker that was restarted after a crash."""
+
+    name = "pyclperf-device-pin"
+
+    def __init__(self, assign: dict[str, str]) -> None:
+        self.assign = assign
+
+    def setup(self, worker: Any) -> None:
+        spec = self.assign.get(str(worker.name))
+        if spec is not None:
+            os.environ[ENV_VAR] = spec
+
+
+def device_specs(devices: Any) -> list[str]:
+    """"all" (every GPU here, else every device), one spec, or a list of specs (a spec twice
+    puts two workers on that device) as "platform:device" strings."""
+    if isinstance(devices, str) and devices == "all":
+        found = list_devices()
+        gpus = [d for d in found if "GPU" in d.type]
+        chosen = gpus or found
+    elif isinstance(devices, (str, int)) or devices is None:
+        chosen = [select_device(devices)]
+    else:
+        chosen = [select_device(d) for d in devices]
+    if not chosen:
+        raise ValueError("devices= matched no OpenCL device on this host")
+    return [f"{d.platform_index}:{d.device_index}" for d in chosen]
+
+
+class JobShipper(WorkerPlugin):
+    """Delivers a job's description to every worker, including ones that join or are restarted
+    later (the scheduler keeps plugins and hands them to each new worker), and frees it after."""
+
+    def __init__(self, spec: remote.JobSpec) -> None:
+        self.spec = spec
+        self.name = f"pyclperf-job-{spec.job_id}"
+
+    def setup(self, worker: Any) -> None:
+        remote.install(self.spec)
+
+    def teardown(self, worker: Any) -> None:
+        remote.forget(self.spec.job_id)
+
+
+class FleetView:
+    """What tune() reads from a Context for its metadata and fingerprint, for a set of
+    workers: identical devices read as that one device, so a results file resumes across a
+    one-device and a many-device run of the same hardware."""
+
+    def __init__(self, described: Sequence[dict[str, Any]]) -> None:
+        first = described[0]["summary"]
+        kinds = sorted({(d["summary"]["name"], d["summary"]["platform_name"],
+                         d["summary"]["driver_version"]) for d in described})
+        self.info = SimpleNamespace(name=" + ".join(k[0] for k in kinds),
+                                    platform_name=" + ".join(sorted({k[1] for k in kinds})),
+                                    driver_version=" + ".join(sorted({k[2] for k in kinds})))
+        self._summary = dict(first)
+        self.labels = sorted({d["label"] for d in described})
+
+    def summary(self) -> dict[str, Any]:
+        return dict(self._summary)
+
+
+class Fleet:
+    """A Dask client plus the pyclperf workers it drives (and the cluster, when started here)."""
+
+    def __init__(self, client: Any, cluster: Any = None) -> None:
+        self.client = client
+        self.cluster = cluster
+        self.workers = self._pyclperf_workers(WAIT_FOR_WORKERS_S)
+        if not self.workers:
+            self.close()
+            raise ValueError(
+                f"no worker of this Dask cluster offers the resource '{RESOURCE}': start one per "
+                f"device with PYCLPERF_DEVICE=P:D dask worker SCHEDULER --nthreads 1 "
+                f"--resources {RESOURCE}=1")
+        described = client.run(remote.describe, workers=self.workers)
+        self.device_of = {addr: d["label"] for addr, d in described.items()}
+        self.view = FleetView(list(described.values()))
+
+    def _pyclperf_workers(self, timeout: float) -> list[str]:
+        """Addresses of the workers offering the resource; waits a while for the first, since a
+        cluster may still be starting, or restarting a worker that crashed."""
+        deadline = time.monotonic() + timeout
+        while True:
+            info = self.client.scheduler_info()["workers"]
+            found = [a for a, w in info.items() if w.get("resources", {}).get(RESOURCE)]
+            if found or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.2)
+
+    @classmethod
+    def open(cls, devices: Any = None, client: Any = None, isolate: bool = False,
+             ctx: Any = None) -> "Fleet":
+        if client is not None:
+            return cls(client)
+        if isolate and devices is None:
+            devices = [f"{ctx.info.platform_index}:{ctx.info.device_index}"] if ctx is not None \
+                else [None]
+        specs = device_specs(devices)
+        if isolate:
+            specs = specs[:1]
+        return cls.local(specs)
+
+    @classmethod
+    def local(cls, specs: Sequence[str]) -> "Fleet":
+        """A LocalCluster on this host: one single-threaded worker process per device spec."""
+        with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+            cluster = LocalCluster(n_workers=len(specs), processes=True, threads_per_worker=1,
+                                   resources={RESOURCE: 1}, host="127.0.0.1",
+                                   dashboard_address=None, silence_logs=logging.CRITICAL,
+                                   # No dashboard, and its HTTP port taken at random: a busy
+                                   # 8787 (another cluster on this host) is no reason to fail.
+                                   scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"})
+        client = Client(cluster)
+        try:
+            client.register_plugin(DevicePin({str(i): s for i, s in enumerate(specs)}))
+            return cls(client, cluster)
+        except BaseException:
+            client.close()
+            cluster.close()
+            raise
+
+    def close(self) -> None:
+        if self.cluster is not None:  # only what this Fleet started; a user's client stays open
+            self.client.close()
+            self.cluster.close()
+            self.cluster = None
+
+    def sweep(self, job: Job, search: Any, strategy: str, done: set[str],
+              finish: Callable[[Config, dict[str, Any]], None]) -> None:
+        """Ask, submit, and hand each row to ``finish`` as it completes (in this process)."""
+        spec = remote.JobSpec.of(job, uuid.uuid4().hex)
+        shipper = JobShipper(spec)
+        self.client.register_plugin(shipper)
+        ahead = AHEAD_PER_WORKER if strategy in UNINFORMED else 1
+        limit = max(1, ahead * len(self.workers))
+        inflight: dict[Any, tuple[Config, list[str]]] = {}  # future -> (config, workers it killed)
+        pending = as_completed()
+
+        def submit(config: Config, killed: list[str]) -> None:
+            future = self.client.submit(remote.run_config, spec.job_id, config, pure=False,
+                                        resources={RESOURCE: 1},
+                                        key=f"pyclperf-{spec.job_id[:8]}-{uuid.uuid4().hex}")
+            inflight[future] = (config, killed)
+            pending.add(future)
+
+        # Configurations whose worker died under them once. Dask blames every task the dying
+        # worker held, queued ones too, so each is run again alone (nothing else in flight):
+        # a death then is the configuration's own doing.
+        suspects: list[tuple[Config, list[str]]] = []
+
+        def top_up() -> None:
+            if suspects:
+                if not inflight:
+                    submit(*suspects.pop(0))
+                return
+            while len(inflight) < limit and (config := search.ask()) is not None:
+                if config_key(config) not in done:
+                    submit(config, [])
+
+        try:
+            top_up()
+            for future in pending:
+                config, killed = inflight.pop(future)
+                row = self._row(future, killed)
+                if row is None:
+                    suspects.append((config, killed))
+                else:
+                    finish(config, row)
+                top_up()
+        except BaseException:  # Ctrl-C above all: nothing more runs, what finished is kept
+            self.client.cancel(list(inflight))
+            raise
+        finally:
+            try:  # frees the job on the workers; a client that lost its scheduler cannot
+                self.client.unregister_worker_plugin(shipper.name)
+            except Exception:  # noqa: BLE001 - cleanup must not hide why the sweep ended
+                pass
+
+    def _row(self, future: Any, killed: list[str]) -> dict[str, Any] | None:
+        """The row a finished future stands for; None when it should run again."""
+        if future.status == "finished":
+            return dict(future.result())
+        exc = future.exception()
+        if isinstance(exc, KilledWorker):
+            # One death is not proof (see sweep's suspects); one more while it ran alone is.
+            address = getattr(getattr(exc, "last_worker", None), "address", None) or "?"
+            killed.append(address)
+            if len(killed) < 2:
+                return None
+            devices = sorted({self.device_of.get(a, a) for a in killed})
+            return {"status": CRASHED, "verified": False, "device": ", ".join(devices),
+                    "error": f"its worker process died each of the {len(killed)} times it ran "
+                             f"(workers {', '.join(killed)})"}
+        return {"status": INVALID, "verified": False, "device": "?",
+                "error": f"the worker could not run it: {type(exc).__name__}: {exc}"}
