@@ -65,7 +65,13 @@ def test_context_reports_its_device(ctx):
     assert ctx.summary()["name"] == ctx.info.name
 
 
-def test_icd_discovery_adds_an_unregistered_nvidia_driver(tmp_path, monkeypatch):
+@pytest.fixture
+def no_pypi_pocl(monkeypatch):
+    """Keeps these checks about NVIDIA alone where the pocl extra is installed."""
+    monkeypatch.setattr(_icd, "find_pypi_pocl", lambda: None)
+
+
+def test_icd_discovery_adds_an_unregistered_nvidia_driver(tmp_path, monkeypatch, no_pypi_pocl):
     lib = tmp_path / "libnvidia-opencl.so.1"
     lib.write_text("")
     monkeypatch.setattr(_icd, "_CANDIDATES", (str(lib),))
@@ -77,7 +83,7 @@ def test_icd_discovery_adds_an_unregistered_nvidia_driver(tmp_path, monkeypatch)
     assert env["OCL_ICD_FILENAMES"] == str(lib) and "added" in note
 
 
-def test_icd_discovery_leaves_registered_or_user_choices_alone(tmp_path):
+def test_icd_discovery_leaves_registered_or_user_choices_alone(tmp_path, no_pypi_pocl):
     vendors = tmp_path / "vendors"
     vendors.mkdir()
     (vendors / "nvidia.icd").write_text("libnvidia-opencl.so.1\n")

@@ -1,16 +1,32 @@
-"""Make NVIDIA's OpenCL platform visible when its driver is installed but not registered.
+"""Tell the ICD loader where the OpenCL drivers are, before ``pyclperf._core`` loads OpenCL.
 
-Some machines (containers with the NVIDIA driver mounted in) have libnvidia-opencl but no
-/etc/OpenCL/vendors/nvidia.icd, so the ICD loader never sees the GPU. ocl-icd also loads the
-libraries named in OCL_ICD_FILENAMES, so pointing it at the driver's library before the first
-OpenCL call makes the platform appear beside the registered ones. This must run before
-``pyclperf._core`` is imported. ``PYCLPERF_NO_ICD_DISCOVERY=1`` turns it off.
+Two drivers are found here that the loader would otherwise miss:
+
+* NVIDIA's, on machines (containers with the driver mounted in) that have libnvidia-opencl but
+  no /etc/OpenCL/vendors/nvidia.icd. ocl-icd also loads the libraries named in
+  OCL_ICD_FILENAMES, so naming the driver's library there makes the GPU appear beside the
+  registered platforms.
+* PoCL from PyPI (``pip install "pyclperf[pocl]"``, the ``pocl-binary-distribution`` package),
+  a CPU device on machines with no OpenCL packages. Its library is registered nowhere, so a
+  vendors directory is written under the user's cache holding copies of the system's .icd files
+  plus one naming that library, and OCL_ICD_VENDORS points the loader at it: the variable
+  replaces /etc/OpenCL/vendors, hence the copies. That library exports only the ICD entry points,
+  which ocl-icd refuses unless OCL_ICD_ASSUME_ICD_EXTENSION is set.
+
+This module must be imported before ``pyclperf._core``; it imports nothing heavy, so the pytest
+plugin can use it too. ``PYCLPERF_NO_ICD_DISCOVERY=1`` turns all of it off.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
+import importlib.util
 import os
+import tempfile
+
+SYSTEM_VENDORS = "/etc/OpenCL/vendors"
+POCL_ICD_NAME = "pyclperf-pypi-pocl.icd"
 
 _CANDIDATES = (
     "/usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1",
@@ -22,33 +38,113 @@ _CANDIDATES = (
 )
 
 
-def _registered_libraries(vendors_dir: str) -> list[str]:
-    names = []
+def _read_icds(vendors_dir: str) -> dict[str, str]:
+    """{.icd file path: library it names} for one vendors directory, in the loader's order."""
+    found = {}
     for icd in sorted(glob.glob(os.path.join(vendors_dir, "*.icd"))):
         try:
             with open(icd, encoding="utf-8") as f:
-                names.append(f.readline().strip())
+                found[icd] = f.readline().strip()
         except OSError:
             continue
-    return names
+    return found
+
+
+def _registered_libraries(vendors_dir: str) -> list[str]:
+    return list(_read_icds(vendors_dir).values())
+
+
+def find_pypi_pocl() -> str | None:
+    """The PoCL library of the installed ``pocl-binary-distribution`` wheel, or None.
+
+    find_spec locates the package without importing it. The wheel (3.0) puts libpocl-<hash>.so
+    beside it, in site-packages/pyopencl/.libs; its own .libs is searched too in case a later
+    release moves the library there.
+    """
+    try:
+        spec = importlib.util.find_spec("pocl_binary_distribution")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for pkg_dir in spec.submodule_search_locations:
+        site = os.path.dirname(pkg_dir)
+        for libs in (os.path.join(site, "pyopencl", ".libs"), os.path.join(pkg_dir, ".libs")):
+            hits = sorted(glob.glob(os.path.join(libs, "libpocl*.so*")))
+            if hits:
+                return os.path.realpath(hits[0])
+    return None
+
+
+def _cache_root(env: dict[str, str] | os._Environ[str]) -> str:
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pyclperf", "icd-vendors")
+
+
+def write_vendors_dir(icds: dict[str, str], root: str) -> str:
+    """A directory holding one .icd file per entry of ``icds`` (file name -> library), named by
+    a hash of its contents so that every process wanting the same set shares one directory and
+    none rewrites another's. Falls back to the temporary directory where ``root`` is read-only."""
+    digest = hashlib.sha256(repr(sorted(icds.items())).encode()).hexdigest()[:16]
+    for base in (root, os.path.join(tempfile.gettempdir(), f"pyclperf-{os.getuid()}-icd")):
+        target = os.path.join(base, digest)
+        try:
+            os.makedirs(target, exist_ok=True)
+            for name, lib in icds.items():
+                path = os.path.join(target, name)
+                if os.path.exists(path):
+                    continue
+                # Written beside, then renamed: a loader in another process never reads half a file.
+                fd, tmp = tempfile.mkstemp(dir=target, suffix=".tmp")
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(lib + "\n")
+                os.replace(tmp, path)
+            return target
+        except OSError:
+            continue
+    raise OSError(f"cannot write an OpenCL vendors directory under {root} or the temporary directory")
 
 
 def configure(environ: dict[str, str] | None = None, vendors_dir: str | None = None) -> str:
-    """Set OCL_ICD_FILENAMES where useful; return a sentence saying what was done."""
+    """Set OCL_ICD_VENDORS / OCL_ICD_FILENAMES where useful; return a sentence saying what was
+    done and which ICD files the loader will read."""
     env = os.environ if environ is None else environ
     if env.get("PYCLPERF_NO_ICD_DISCOVERY"):
         return "ICD discovery disabled (PYCLPERF_NO_ICD_DISCOVERY)"
+    vendors = vendors_dir or env.get("OCL_ICD_VENDORS") or SYSTEM_VENDORS
+    icds = _read_icds(vendors)
+    notes = []
+
+    pocl = find_pypi_pocl()
+    if pocl and any("pocl" in lib.lower() for lib in icds.values()):
+        # Two PoCLs (two LLVMs) in one process buy nothing: the registered one serves.
+        notes.append(f"PoCL from PyPI not added: a PoCL is registered in {vendors}")
+    elif pocl:
+        wanted = {os.path.basename(path): lib for path, lib in icds.items()}
+        wanted[POCL_ICD_NAME] = pocl
+        try:
+            vendors = write_vendors_dir(wanted, _cache_root(env))
+        except OSError as exc:
+            notes.append(f"PoCL from PyPI not added: {exc}")
+        else:
+            env["OCL_ICD_VENDORS"] = vendors
+            env.setdefault("OCL_ICD_ASSUME_ICD_EXTENSION", "1")
+            icds = _read_icds(vendors)
+            notes.append(f"PoCL from PyPI registered in {vendors}")
+
+    files = ", ".join(f"{p} -> {lib}" for p, lib in icds.items()) or "none"
+    notes.append(f"ICD files: {files}")
     if env.get("OCL_ICD_FILENAMES"):
-        return f"OCL_ICD_FILENAMES set by the user: {env['OCL_ICD_FILENAMES']}"
-    vendors = vendors_dir or env.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors"
-    registered = _registered_libraries(vendors)
-    if any("nvidia" in lib.lower() for lib in registered):
-        return f"NVIDIA registered in {vendors}"
-    for lib in _CANDIDATES:
-        if os.path.exists(lib):
-            env["OCL_ICD_FILENAMES"] = lib
-            return f"added unregistered NVIDIA driver {lib} through OCL_ICD_FILENAMES"
-    return f"ICDs from {vendors}: " + (", ".join(registered) or "none")
+        notes.append(f"OCL_ICD_FILENAMES set by the user: {env['OCL_ICD_FILENAMES']}")
+    elif any("nvidia" in lib.lower() for lib in icds.values()):
+        notes.append(f"NVIDIA registered in {vendors}")
+    else:
+        for lib in _CANDIDATES:
+            if os.path.exists(lib):
+                env["OCL_ICD_FILENAMES"] = lib
+                notes.append(f"added unregistered NVIDIA driver {lib} through OCL_ICD_FILENAMES")
+                break
+    return "; ".join(notes)
 
 
 def restore_environment() -> None:
