@@ -98,8 +98,22 @@ wheel: $(VENV)/.deps-stamp $(SOURCES)
 wheel-check: wheel | deps
 	PYTHON=$(PYTHON) .ci/wheel-check
 
+# The documentation site (Sphinx + MyST-NB) into docs/_build/html: the notebooks executed on the
+# default device at build time, the API reference from the docstrings, the experiment catalogue
+# from pyclperf.experiments.REGISTRY. -W: a warning fails the build. The docs extra is installed
+# with the package (from the build tree make install left, so nothing recompiles). MPLBACKEND is
+# dropped so the notebooks' kernels draw their figures inline.
+DOCS_OUT := docs/_build/html
+$(VENV)/.docs-stamp: $(VENV)/.install-stamp
+	$(PY) -m pip install -q --no-build-isolation ".[docs]"
+	touch $@
+
+docs: $(VENV)/.docs-stamp
+	env -u MPLBACKEND $(PY) -m sphinx -W --keep-going -q -b html docs $(DOCS_OUT)
+	@echo "docs: $(DOCS_OUT)/index.html"
+
 clean:
-	rm -rf build $(OUT) .pytest_cache
+	rm -rf build $(OUT) .pytest_cache docs/_build docs/_generated
 
 distclean: clean
 	rm -rf $(VENV)
