@@ -1,5 +1,6 @@
 """Device listing and selection, including PYCLPERF_DEVICE and the NVIDIA ICD discovery."""
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -78,9 +79,23 @@ def test_icd_discovery_adds_an_unregistered_nvidia_driver(tmp_path, monkeypatch,
     vendors = tmp_path / "vendors"
     vendors.mkdir()
     (vendors / "pocl.icd").write_text("libpocl.so.2\n")
-    env: dict[str, str] = {}
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     note = _icd.configure(env, str(vendors))
-    assert env["OCL_ICD_FILENAMES"] == str(lib) and "added" in note
+    # Registered through a vendors directory, which ocl-icd (the wheel's loader) and the Khronos
+    # loader both read; OCL_ICD_FILENAMES would be ignored by ocl-icd.
+    made = Path(env["OCL_ICD_VENDORS"])
+    icds = {p.name: p.read_text().strip() for p in made.glob("*.icd")}
+    assert icds == {"pocl.icd": "libpocl.so.2", _icd.NVIDIA_ICD_NAME: str(lib)}
+    assert "OCL_ICD_FILENAMES" not in env and "OCL_ICD_ASSUME_ICD_EXTENSION" not in env
+    assert "added unregistered NVIDIA driver" in note
+
+
+def test_a_single_library_in_ocl_icd_vendors_is_left_alone(tmp_path, monkeypatch):
+    lib = tmp_path / "libOpenCL-driver.so"
+    lib.write_text("")
+    monkeypatch.setattr(_icd, "find_pypi_pocl", lambda: "/somewhere/libpocl-x.so")
+    env = {"OCL_ICD_VENDORS": str(lib)}
+    assert "left as set" in _icd.configure(env) and env == {"OCL_ICD_VENDORS": str(lib)}
 
 
 def test_icd_discovery_leaves_registered_or_user_choices_alone(tmp_path, no_pypi_pocl):

@@ -3,18 +3,19 @@
 Two drivers are found here that the loader would otherwise miss:
 
 * NVIDIA's, on machines (containers with the driver mounted in) that have libnvidia-opencl but
-  no /etc/OpenCL/vendors/nvidia.icd. ocl-icd also loads the libraries named in
-  OCL_ICD_FILENAMES, so naming the driver's library there makes the GPU appear beside the
-  registered platforms.
+  no /etc/OpenCL/vendors/nvidia.icd.
 * PoCL from PyPI (``pip install "pyclperf[pocl]"``, the ``pocl-binary-distribution`` package),
-  a CPU device on machines with no OpenCL packages. Its library is registered nowhere, so a
-  vendors directory is written under the user's cache holding copies of the system's .icd files
-  plus one naming that library, and OCL_ICD_VENDORS points the loader at it: the variable
-  replaces /etc/OpenCL/vendors, hence the copies. That library exports only the ICD entry points,
-  which ocl-icd refuses unless OCL_ICD_ASSUME_ICD_EXTENSION is set.
+  a CPU device on machines with no OpenCL packages. That library exports only the ICD entry
+  points, which ocl-icd refuses unless OCL_ICD_ASSUME_ICD_EXTENSION is set.
 
-This module must be imported before ``pyclperf._core``; it imports nothing heavy, so the pytest
-plugin can use it too. ``PYCLPERF_NO_ICD_DISCOVERY=1`` turns all of it off.
+Either is registered the one way both ICD loaders in use understand: a vendors directory,
+written under the user's cache, holding copies of the system's .icd files plus one naming each
+added library, with OCL_ICD_VENDORS pointing at it (the variable replaces /etc/OpenCL/vendors,
+hence the copies). OCL_ICD_FILENAMES is not used: the Khronos loader reads it but ocl-icd, the
+loader the wheel carries, ignores it.
+
+This module must be imported before ``pyclperf._core``; it imports nothing heavy.
+``PYCLPERF_NO_ICD_DISCOVERY=1`` turns all of it off.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import tempfile
 
 SYSTEM_VENDORS = "/etc/OpenCL/vendors"
 POCL_ICD_NAME = "pyclperf-pypi-pocl.icd"
+NVIDIA_ICD_NAME = "pyclperf-nvidia.icd"
 
 _CANDIDATES = (
     "/usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1",
@@ -106,51 +108,59 @@ def write_vendors_dir(icds: dict[str, str], root: str) -> str:
 
 
 def configure(environ: dict[str, str] | None = None, vendors_dir: str | None = None) -> str:
-    """Set OCL_ICD_VENDORS / OCL_ICD_FILENAMES where useful; return a sentence saying what was
-    done and which ICD files the loader will read."""
+    """Point OCL_ICD_VENDORS at a directory with the drivers the loader would miss, where there
+    are any; return sentences (joined by "; ") saying what was done and which ICD files the
+    loader will read."""
     env = os.environ if environ is None else environ
     if env.get("PYCLPERF_NO_ICD_DISCOVERY"):
         return "ICD discovery disabled (PYCLPERF_NO_ICD_DISCOVERY)"
     vendors = vendors_dir or env.get("OCL_ICD_VENDORS") or SYSTEM_VENDORS
+    if os.path.isfile(vendors):  # ocl-icd's "load only this library": the user's choice
+        return f"OCL_ICD_VENDORS names one library, left as set: {vendors}"
     icds = _read_icds(vendors)
     notes = []
+    added: dict[str, str] = {}
 
     pocl = find_pypi_pocl()
     if pocl and any("pocl" in lib.lower() for lib in icds.values()):
         # Two PoCLs (two LLVMs) in one process buy nothing: the registered one serves.
         notes.append(f"PoCL from PyPI not added: a PoCL is registered in {vendors}")
     elif pocl:
-        wanted = {os.path.basename(path): lib for path, lib in icds.items()}
-        wanted[POCL_ICD_NAME] = pocl
-        try:
-            vendors = write_vendors_dir(wanted, _cache_root(env))
-        except OSError as exc:
-            notes.append(f"PoCL from PyPI not added: {exc}")
-        else:
-            env["OCL_ICD_VENDORS"] = vendors
-            env.setdefault("OCL_ICD_ASSUME_ICD_EXTENSION", "1")
-            icds = _read_icds(vendors)
-            notes.append(f"PoCL from PyPI registered in {vendors}")
+        added[POCL_ICD_NAME] = pocl
 
-    files = ", ".join(f"{p} -> {lib}" for p, lib in icds.items()) or "none"
-    notes.append(f"ICD files: {files}")
     if env.get("OCL_ICD_FILENAMES"):
         notes.append(f"OCL_ICD_FILENAMES set by the user: {env['OCL_ICD_FILENAMES']}")
     elif any("nvidia" in lib.lower() for lib in icds.values()):
         notes.append(f"NVIDIA registered in {vendors}")
     else:
-        for lib in _CANDIDATES:
-            if os.path.exists(lib):
-                env["OCL_ICD_FILENAMES"] = lib
-                notes.append(f"added unregistered NVIDIA driver {lib} through OCL_ICD_FILENAMES")
-                break
+        found = next((lib for lib in _CANDIDATES if os.path.exists(lib)), None)
+        if found:
+            added[NVIDIA_ICD_NAME] = found
+
+    if added:
+        wanted = {os.path.basename(path): lib for path, lib in icds.items()}
+        wanted.update(added)
+        try:
+            made = write_vendors_dir(wanted, _cache_root(env))
+        except OSError as exc:
+            notes.append(f"not added ({exc}): {', '.join(added.values())}")
+        else:
+            vendors = env["OCL_ICD_VENDORS"] = made
+            if POCL_ICD_NAME in added:
+                env.setdefault("OCL_ICD_ASSUME_ICD_EXTENSION", "1")
+            icds = _read_icds(vendors)
+            what = {POCL_ICD_NAME: "PoCL from PyPI", NVIDIA_ICD_NAME: "unregistered NVIDIA driver"}
+            notes += [f"added {what[name]} {lib} in {vendors}" for name, lib in added.items()]
+
+    files = ", ".join(f"{p} -> {lib}" for p, lib in icds.items()) or "none"
+    notes.append(f"ICD files: {files}")
     return "; ".join(notes)
 
 
 def restore_environment() -> None:
-    """Put OCL_ICD_FILENAMES back as it was before OpenCL loaded.
+    """Put a user's OCL_ICD_FILENAMES back as it was before OpenCL loaded.
 
-    NVIDIA's OpenCL library removes itself from OCL_ICD_FILENAMES in the process environment
+    NVIDIA's OpenCL library, loaded through it by the Khronos loader, removes itself from OCL_ICD_FILENAMES in the process environment
     once loaded (seen with driver 580 on an H200), so child processes, a second sweep or a
     notebook kernel started from this process would no longer see the GPU.
     """
