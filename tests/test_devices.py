@@ -1,5 +1,6 @@
 """Device listing and selection, including PYCLPERF_DEVICE and the NVIDIA ICD discovery."""
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -65,19 +66,39 @@ def test_context_reports_its_device(ctx):
     assert ctx.summary()["name"] == ctx.info.name
 
 
-def test_icd_discovery_adds_an_unregistered_nvidia_driver(tmp_path, monkeypatch):
+@pytest.fixture
+def no_pypi_pocl(monkeypatch):
+    """Keeps these checks about NVIDIA alone where the pocl extra is installed."""
+    monkeypatch.setattr(_icd, "find_pypi_pocl", lambda: None)
+
+
+def test_icd_discovery_adds_an_unregistered_nvidia_driver(tmp_path, monkeypatch, no_pypi_pocl):
     lib = tmp_path / "libnvidia-opencl.so.1"
     lib.write_text("")
     monkeypatch.setattr(_icd, "_CANDIDATES", (str(lib),))
     vendors = tmp_path / "vendors"
     vendors.mkdir()
     (vendors / "pocl.icd").write_text("libpocl.so.2\n")
-    env: dict[str, str] = {}
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     note = _icd.configure(env, str(vendors))
-    assert env["OCL_ICD_FILENAMES"] == str(lib) and "added" in note
+    # Registered through a vendors directory, which ocl-icd (the wheel's loader) and the Khronos
+    # loader both read; OCL_ICD_FILENAMES would be ignored by ocl-icd.
+    made = Path(env["OCL_ICD_VENDORS"])
+    icds = {p.name: p.read_text().strip() for p in made.glob("*.icd")}
+    assert icds == {"pocl.icd": "libpocl.so.2", _icd.NVIDIA_ICD_NAME: str(lib)}
+    assert "OCL_ICD_FILENAMES" not in env and "OCL_ICD_ASSUME_ICD_EXTENSION" not in env
+    assert "added unregistered NVIDIA driver" in note
 
 
-def test_icd_discovery_leaves_registered_or_user_choices_alone(tmp_path):
+def test_a_single_library_in_ocl_icd_vendors_is_left_alone(tmp_path, monkeypatch):
+    lib = tmp_path / "libOpenCL-driver.so"
+    lib.write_text("")
+    monkeypatch.setattr(_icd, "find_pypi_pocl", lambda: "/somewhere/libpocl-x.so")
+    env = {"OCL_ICD_VENDORS": str(lib)}
+    assert "left as set" in _icd.configure(env) and env == {"OCL_ICD_VENDORS": str(lib)}
+
+
+def test_icd_discovery_leaves_registered_or_user_choices_alone(tmp_path, no_pypi_pocl):
     vendors = tmp_path / "vendors"
     vendors.mkdir()
     (vendors / "nvidia.icd").write_text("libnvidia-opencl.so.1\n")

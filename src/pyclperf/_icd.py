@@ -1,16 +1,34 @@
-"""Make NVIDIA's OpenCL platform visible when its driver is installed but not registered.
+"""Tell the ICD loader where the OpenCL drivers are, before ``pyclperf._core`` loads OpenCL.
 
-Some machines (containers with the NVIDIA driver mounted in) have libnvidia-opencl but no
-/etc/OpenCL/vendors/nvidia.icd, so the ICD loader never sees the GPU. ocl-icd also loads the
-libraries named in OCL_ICD_FILENAMES, so pointing it at the driver's library before the first
-OpenCL call makes the platform appear beside the registered ones. This must run before
-``pyclperf._core`` is imported. ``PYCLPERF_NO_ICD_DISCOVERY=1`` turns it off.
+Two drivers are found here that the loader would otherwise miss:
+
+* NVIDIA's, on machines (containers with the driver mounted in) that have libnvidia-opencl but
+  no /etc/OpenCL/vendors/nvidia.icd.
+* PoCL from PyPI (``pip install "pyclperf[pocl]"``, the ``pocl-binary-distribution`` package),
+  a CPU device on machines with no OpenCL packages. That library exports only the ICD entry
+  points, which ocl-icd refuses unless OCL_ICD_ASSUME_ICD_EXTENSION is set.
+
+Either is registered the one way both ICD loaders in use understand: a vendors directory,
+written under the user's cache, holding copies of the system's .icd files plus one naming each
+added library, with OCL_ICD_VENDORS pointing at it (the variable replaces /etc/OpenCL/vendors,
+hence the copies). OCL_ICD_FILENAMES is not used: the Khronos loader reads it but ocl-icd, the
+loader the wheel carries, ignores it.
+
+This module must be imported before ``pyclperf._core``; it imports nothing heavy.
+``PYCLPERF_NO_ICD_DISCOVERY=1`` turns all of it off.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
+import importlib.util
 import os
+import tempfile
+
+SYSTEM_VENDORS = "/etc/OpenCL/vendors"
+POCL_ICD_NAME = "pyclperf-pypi-pocl.icd"
+NVIDIA_ICD_NAME = "pyclperf-nvidia.icd"
 
 _CANDIDATES = (
     "/usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1",
@@ -22,39 +40,127 @@ _CANDIDATES = (
 )
 
 
-def _registered_libraries(vendors_dir: str) -> list[str]:
-    names = []
+def _read_icds(vendors_dir: str) -> dict[str, str]:
+    """{.icd file path: library it names} for one vendors directory, in the loader's order."""
+    found = {}
     for icd in sorted(glob.glob(os.path.join(vendors_dir, "*.icd"))):
         try:
             with open(icd, encoding="utf-8") as f:
-                names.append(f.readline().strip())
+                found[icd] = f.readline().strip()
         except OSError:
             continue
-    return names
+    return found
+
+
+def _registered_libraries(vendors_dir: str) -> list[str]:
+    return list(_read_icds(vendors_dir).values())
+
+
+def find_pypi_pocl() -> str | None:
+    """The PoCL library of the installed ``pocl-binary-distribution`` wheel, or None.
+
+    find_spec locates the package without importing it. The wheel (3.0) puts libpocl-<hash>.so
+    beside it, in site-packages/pyopencl/.libs; its own .libs is searched too in case a later
+    release moves the library there.
+    """
+    try:
+        spec = importlib.util.find_spec("pocl_binary_distribution")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for pkg_dir in spec.submodule_search_locations:
+        site = os.path.dirname(pkg_dir)
+        for libs in (os.path.join(site, "pyopencl", ".libs"), os.path.join(pkg_dir, ".libs")):
+            hits = sorted(glob.glob(os.path.join(libs, "libpocl*.so*")))
+            if hits:
+                return os.path.realpath(hits[0])
+    return None
+
+
+def _cache_root(env: dict[str, str] | os._Environ[str]) -> str:
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pyclperf", "icd-vendors")
+
+
+def write_vendors_dir(icds: dict[str, str], root: str) -> str:
+    """A directory holding one .icd file per entry of ``icds`` (file name -> library), named by
+    a hash of its contents so that every process wanting the same set shares one directory and
+    none rewrites another's. Falls back to the temporary directory where ``root`` is read-only."""
+    digest = hashlib.sha256(repr(sorted(icds.items())).encode()).hexdigest()[:16]
+    for base in (root, os.path.join(tempfile.gettempdir(), f"pyclperf-{os.getuid()}-icd")):
+        target = os.path.join(base, digest)
+        try:
+            os.makedirs(target, exist_ok=True)
+            for name, lib in icds.items():
+                path = os.path.join(target, name)
+                if os.path.exists(path):
+                    continue
+                # Written beside, then renamed: a loader in another process never reads half a file.
+                fd, tmp = tempfile.mkstemp(dir=target, suffix=".tmp")
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(lib + "\n")
+                os.replace(tmp, path)
+            return target
+        except OSError:
+            continue
+    raise OSError(f"cannot write an OpenCL vendors directory under {root} or the temporary directory")
 
 
 def configure(environ: dict[str, str] | None = None, vendors_dir: str | None = None) -> str:
-    """Set OCL_ICD_FILENAMES where useful; return a sentence saying what was done."""
+    """Point OCL_ICD_VENDORS at a directory with the drivers the loader would miss, where there
+    are any; return sentences (joined by "; ") saying what was done and which ICD files the
+    loader will read."""
     env = os.environ if environ is None else environ
     if env.get("PYCLPERF_NO_ICD_DISCOVERY"):
         return "ICD discovery disabled (PYCLPERF_NO_ICD_DISCOVERY)"
+    vendors = vendors_dir or env.get("OCL_ICD_VENDORS") or SYSTEM_VENDORS
+    if os.path.isfile(vendors):  # ocl-icd's "load only this library": the user's choice
+        return f"OCL_ICD_VENDORS names one library, left as set: {vendors}"
+    icds = _read_icds(vendors)
+    notes = []
+    added: dict[str, str] = {}
+
+    pocl = find_pypi_pocl()
+    if pocl and any("pocl" in lib.lower() for lib in icds.values()):
+        # Two PoCLs (two LLVMs) in one process buy nothing: the registered one serves.
+        notes.append(f"PoCL from PyPI not added: a PoCL is registered in {vendors}")
+    elif pocl:
+        added[POCL_ICD_NAME] = pocl
+
     if env.get("OCL_ICD_FILENAMES"):
-        return f"OCL_ICD_FILENAMES set by the user: {env['OCL_ICD_FILENAMES']}"
-    vendors = vendors_dir or env.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors"
-    registered = _registered_libraries(vendors)
-    if any("nvidia" in lib.lower() for lib in registered):
-        return f"NVIDIA registered in {vendors}"
-    for lib in _CANDIDATES:
-        if os.path.exists(lib):
-            env["OCL_ICD_FILENAMES"] = lib
-            return f"added unregistered NVIDIA driver {lib} through OCL_ICD_FILENAMES"
-    return f"ICDs from {vendors}: " + (", ".join(registered) or "none")
+        notes.append(f"OCL_ICD_FILENAMES set by the user: {env['OCL_ICD_FILENAMES']}")
+    elif any("nvidia" in lib.lower() for lib in icds.values()):
+        notes.append(f"NVIDIA registered in {vendors}")
+    else:
+        found = next((lib for lib in _CANDIDATES if os.path.exists(lib)), None)
+        if found:
+            added[NVIDIA_ICD_NAME] = found
+
+    if added:
+        wanted = {os.path.basename(path): lib for path, lib in icds.items()}
+        wanted.update(added)
+        try:
+            made = write_vendors_dir(wanted, _cache_root(env))
+        except OSError as exc:
+            notes.append(f"not added ({exc}): {', '.join(added.values())}")
+        else:
+            vendors = env["OCL_ICD_VENDORS"] = made
+            if POCL_ICD_NAME in added:
+                env.setdefault("OCL_ICD_ASSUME_ICD_EXTENSION", "1")
+            icds = _read_icds(vendors)
+            what = {POCL_ICD_NAME: "PoCL from PyPI", NVIDIA_ICD_NAME: "unregistered NVIDIA driver"}
+            notes += [f"added {what[name]} {lib} in {vendors}" for name, lib in added.items()]
+
+    files = ", ".join(f"{p} -> {lib}" for p, lib in icds.items()) or "none"
+    notes.append(f"ICD files: {files}")
+    return "; ".join(notes)
 
 
 def restore_environment() -> None:
-    """Put OCL_ICD_FILENAMES back as it was before OpenCL loaded.
+    """Put a user's OCL_ICD_FILENAMES back as it was before OpenCL loaded.
 
-    NVIDIA's OpenCL library removes itself from OCL_ICD_FILENAMES in the process environment
+    NVIDIA's OpenCL library, loaded through it by the Khronos loader, removes itself from OCL_ICD_FILENAMES in the process environment
     once loaded (seen with driver 580 on an H200), so child processes, a second sweep or a
     notebook kernel started from this process would no longer see the GPU.
     """

@@ -69,7 +69,11 @@ def cmd_devices(args: argparse.Namespace) -> int:
                 print(f"        {key:<32} {value}")
     from pyclperf._icd import NOTE
 
-    print(f"(* = default device; ICD: {NOTE})")
+    print("(* = default device)")
+    # Which .icd files the loader read, and what pyclperf added (PoCL from PyPI, NVIDIA).
+    print("ICD loader set-up:")
+    for part in NOTE.split("; "):
+        print(f"  {part}")
     return EXIT_OK
 
 

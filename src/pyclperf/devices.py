@@ -1,15 +1,27 @@
-"""Device listing and selection: by flat index, "platform:device", name substring or type."""
+"""Device listing and selection: by flat index, "platform:device", name substring or type.
+
+PyOpenCL's variables are honoured as fallbacks, with PyOpenCL's own syntax (which differs from
+pyclperf's: there a lone number is a platform, not a flat device index):
+
+* ``PYOPENCL_CTX`` (when ``PYCLPERF_DEVICE`` is unset) answers "which platform, which device":
+  ``"0:1"`` is platform 0, device 1; ``"0"`` the first device of platform 0; each answer is an
+  index or a case-insensitive substring (``"nvi"``, ``"portable:cpu"``).
+* ``PYOPENCL_TEST`` (when ``PYCLPERF_TEST_DEVICES`` is unset, for the pytest plugin) lists
+  entries separated by ";": ``"platform"`` takes all its devices, ``"platform:dev,dev"`` some.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Union
+from typing import Sequence, TypeVar, Union
 
 from . import _core
 
 DeviceSpec = Union[None, int, str, _core.DeviceInfo]
+T = TypeVar("T")
 
 ENV_VAR = "PYCLPERF_DEVICE"
+PYOPENCL_CTX = "PYOPENCL_CTX"
 
 # A kernel with nothing to limit it: its preferred work-group multiple
 # (CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE) is the device's natural granularity, the warp
@@ -57,6 +69,61 @@ def _match(spec: str, devices: list[_core.DeviceInfo]) -> _core.DeviceInfo | Non
     return None
 
 
+def _pick(candidates: Sequence[tuple[str, T]], answer: str, what: str, var: str) -> T:
+    """PyOpenCL's rule for one answer: a number is a position, anything else the first
+    candidate whose text holds it (case-insensitive)."""
+    answer = answer.strip()
+    if answer.isdigit():
+        if int(answer) < len(candidates):
+            return candidates[int(answer)][1]
+    else:
+        for text, obj in candidates:
+            if answer.lower() in text.lower():
+                return obj
+    raise _core.InvalidArgumentError(f"{var}: no {what} matches {answer!r}")
+
+
+def _platforms(devices: list[_core.DeviceInfo]) -> list[tuple[str, list[_core.DeviceInfo]]]:
+    """[(platform name and vendor, its devices)] in platform order."""
+    by_index: dict[int, list[_core.DeviceInfo]] = {}
+    for d in devices:
+        by_index.setdefault(d.platform_index, []).append(d)
+    return [(f"{devs[0].platform_name} {devs[0].vendor}", devs) for _, devs in sorted(by_index.items())]
+
+
+def _device_choices(devs: list[_core.DeviceInfo]) -> list[tuple[str, _core.DeviceInfo]]:
+    return [(f"{d.name} {d.vendor}", d) for d in devs]
+
+
+def pyopencl_ctx(spec: str, devices: list[_core.DeviceInfo], var: str = PYOPENCL_CTX) -> _core.DeviceInfo:
+    """The device PYOPENCL_CTX names: "platform[:device]", each an index or a substring; with
+    no device answer, the platform's first device (what PyOpenCL does when not interactive)."""
+    answers = spec.split(":")
+    if len(answers) > 2:
+        raise _core.InvalidArgumentError(f"{var}={spec!r}: expected 'platform' or 'platform:device'")
+    if not answers[0].strip():  # "" or ":1": PyOpenCL takes the first platform
+        answers[0] = "0"
+    devs = _pick(_platforms(devices), answers[0], "platform", var)
+    if len(answers) == 1 or not answers[1].strip():
+        return devs[0]
+    return _pick(_device_choices(devs), answers[1], "device", var)
+
+
+def pyopencl_test(spec: str, devices: list[_core.DeviceInfo], var: str = "PYOPENCL_TEST") -> list[_core.DeviceInfo]:
+    """The devices PYOPENCL_TEST lists: entries separated by ";", each "platform" (all of its
+    devices) or "platform:device,device"; every part an index or a substring."""
+    chosen: list[_core.DeviceInfo] = []
+    for entry in filter(None, (e.strip() for e in spec.split(";"))):
+        plat, sep, devs_spec = entry.partition(":")
+        devs = _pick(_platforms(devices), plat, "platform", var)
+        if not sep:
+            chosen.extend(devs)
+            continue
+        for answer in devs_spec.split(","):
+            chosen.append(_pick(_device_choices(devs), answer, "device", var))
+    return chosen
+
+
 def default_device(devices: list[_core.DeviceInfo] | None = None) -> _core.DeviceInfo:
     """The first GPU, else the first CPU (PoCL), else the first device."""
     devices = list_devices() if devices is None else devices
@@ -70,7 +137,8 @@ def default_device(devices: list[_core.DeviceInfo] | None = None) -> _core.Devic
 
 
 def select_device(spec: DeviceSpec = None) -> _core.DeviceInfo:
-    """Resolve a device spec; None means $PYCLPERF_DEVICE if set, else default_device().
+    """Resolve a device spec; None means $PYCLPERF_DEVICE if set, else $PYOPENCL_CTX (in
+    PyOpenCL's syntax), else default_device().
 
     A spec is a flat index (int or digits), "platform:device", "gpu"/"cpu", or a
     case-insensitive substring of the device, platform or vendor name.
@@ -83,7 +151,13 @@ def select_device(spec: DeviceSpec = None) -> _core.DeviceInfo:
         spec = os.environ.get(ENV_VAR) or None
         source = ENV_VAR
         if spec is None:
-            return default_device(devices)
+            ctx_spec = os.environ.get(PYOPENCL_CTX)
+            if ctx_spec is None:
+                return default_device(devices)
+            try:
+                return pyopencl_ctx(ctx_spec, devices)
+            except _core.InvalidArgumentError as exc:
+                raise _core.InvalidArgumentError(f"{exc}; {_describe_all(devices)}") from None
     if isinstance(spec, bool) or not isinstance(spec, (int, str)):
         raise TypeError(f"device must be an index, a string or a DeviceInfo, not {type(spec).__name__}")
     if isinstance(spec, int):

@@ -1,56 +1,19 @@
-"""pytest support: device-parametrised fixtures and a kernel-checking assertion.
+"""pytest support: a kernel-checking assertion, beside the ``cl_ctx`` fixture.
 
-Installed as a pytest plugin (entry point ``pyclperf``), so any project's tests can ask for
+The fixture comes from pyclperf's pytest plugin (the ``pyclperf_pytest`` module, entry point
+``pyclperf``), loaded by pytest wherever pyclperf is installed: any project's tests can ask for
 ``cl_ctx`` (one context per selected device, built once per session) and call
-``assert_kernel``. PYCLPERF_TEST_DEVICES selects devices: unset means the default device,
-"all" every device, otherwise a comma-separated list of specs (index, "platform:device",
-"gpu"/"cpu" or a name substring).
+``assert_kernel``. PYCLPERF_TEST_DEVICES (or PyOpenCL's PYOPENCL_TEST) selects the devices.
+The plugin is a separate module so that sessions which never use it import nothing of pyclperf.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any, Sequence
 
 import numpy as np
-import pytest
 
-ENV_VAR = "PYCLPERF_TEST_DEVICES"
-_contexts: dict[tuple[int, int], Any] = {}
-
-
-def selected_devices() -> list[Any]:
-    import pyclperf
-
-    wanted = os.environ.get(ENV_VAR, "").strip()
-    if not wanted:
-        return [pyclperf.select_device(None)]
-    if wanted == "all":
-        return pyclperf.list_devices()
-    return [pyclperf.select_device(spec.strip()) for spec in wanted.split(",") if spec.strip()]
-
-
-def context_for(device: Any) -> Any:
-    """One shared Context per device, so programs are built once per session."""
-    import pyclperf
-
-    key = (device.platform_index, device.device_index)
-    if key not in _contexts:
-        _contexts[key] = pyclperf.Context(device)
-    return _contexts[key]
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "cl_ctx" in metafunc.fixturenames:
-        devices = selected_devices()
-        metafunc.parametrize("cl_device", devices, ids=[f"{d.platform_index}:{d.device_index}" for d in devices],
-                             scope="session")
-
-
-@pytest.fixture(scope="session")
-def cl_ctx(cl_device: Any) -> Any:
-    """A pyclperf.Context on each device selected by PYCLPERF_TEST_DEVICES."""
-    return context_for(cl_device)
+from pyclperf_pytest import ENV_VAR, context_for, selected_devices  # noqa: F401  (public before)
 
 
 def assert_kernel(

@@ -1,0 +1,66 @@
+"""Pages of the docs that are drawn from the code and the notebooks at build time.
+
+Only what the catalogue needs of each experiment is read: ``REGISTRY`` (id -> class) and each
+class's ``id``, ``title``, ``guide`` and own docstring, so the page follows the experiments
+however they are laid out in files.
+"""
+
+from __future__ import annotations
+
+import inspect
+import shutil
+from pathlib import Path
+
+
+def _write(path: Path, text: str) -> None:
+    # Unchanged pages keep their time stamp, so Sphinx does not re-read them.
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def _cell(text: object) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def catalogue_page() -> str:
+    from pyclperf.experiments import REGISTRY
+
+    lines = [
+        "# Experiment catalogue",
+        "",
+        "Every experiment `pyclperf run ID` knows, in catalogue order, as each one describes",
+        "itself (this page is generated from `pyclperf.experiments.REGISTRY` at build time).",
+        "*Guide* names what it reproduces: sections of the NVIDIA OpenCL Best Practices Guide",
+        "and the other sources the experiment cites.",
+        "",
+        "| id | experiment | Guide |",
+        "| --- | --- | --- |",
+    ]
+    for exp_id, cls in REGISTRY.items():
+        lines.append(f"| [`{exp_id}`](#exp-{exp_id}) | {_cell(cls.title)} | {_cell(cls.guide)} |")
+    for exp_id, cls in REGISTRY.items():
+        lines += ["", f"({'exp-' + exp_id})=", f"## `{exp_id}`: {cls.title}", ""]
+        # The class's own docstring only: the base class's would repeat on every entry.
+        own = cls.__dict__.get("__doc__")
+        if own:
+            lines += [inspect.cleandoc(own), ""]
+        lines += [f"*Guide:* {cls.guide}", "", "```sh", f"pyclperf run {exp_id}", "```"]
+    return "\n".join(lines) + "\n"
+
+
+def all_pages(out: Path, notebooks: Path) -> None:
+    _write(out / "catalogue.md", catalogue_page())
+    # Sphinx reads sources only under docs/, so the notebooks are copied in; MyST-NB executes
+    # the copies (the originals stay as committed).
+    target = out / "notebooks"
+    wanted = {nb.name for nb in notebooks.glob("*.ipynb")}
+    if target.exists():
+        for stale in target.glob("*.ipynb"):
+            if stale.name not in wanted:
+                stale.unlink()
+    for nb in sorted(notebooks.glob("*.ipynb")):
+        dest = target / nb.name
+        if not dest.exists() or dest.read_bytes() != nb.read_bytes():
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(nb, dest)
