@@ -108,3 +108,23 @@ def test_icd_discovery_leaves_registered_or_user_choices_alone(tmp_path, no_pypi
     assert "set by the user" in _icd.configure(env, str(vendors))
     env = {"PYCLPERF_NO_ICD_DISCOVERY": "1"}
     assert "disabled" in _icd.configure(env, str(vendors)) and "OCL_ICD_FILENAMES" not in env
+
+
+def test_the_wheels_loader_reads_ocl_icd_filenames_through_the_vendors_dir(tmp_path, monkeypatch,
+                                                                           no_pypi_pocl):
+    """Found on the H200: its environment names NVIDIA's driver in OCL_ICD_FILENAMES only, which
+    the system's Khronos loader reads and the wheel's ocl-icd ignores (PoCL alone was listed)."""
+    monkeypatch.setattr(_icd, "bundled_loader", lambda: True)
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    (vendors / "pocl.icd").write_text("libpocl.so.2\n")
+    env = {"OCL_ICD_FILENAMES": "libpocl.so.2:libnvidia-opencl.so.1",
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    note = _icd.configure(env, str(vendors))
+    icds = {p.name: p.read_text().strip() for p in Path(env["OCL_ICD_VENDORS"]).glob("*.icd")}
+    assert icds == {"pocl.icd": "libpocl.so.2", "pyclperf-user-1.icd": "libnvidia-opencl.so.1"}
+    assert "through the vendors directory" in note
+    # A from-source build uses the system's loader, which reads the variable itself.
+    monkeypatch.setattr(_icd, "bundled_loader", lambda: False)
+    env = {"OCL_ICD_FILENAMES": "libnvidia-opencl.so.1"}
+    assert "set by the user" in _icd.configure(env, str(vendors)) and "OCL_ICD_VENDORS" not in env

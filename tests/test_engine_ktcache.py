@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jsonschema
 import numpy as np
 import pytest
+
+jsonschema = pytest.importorskip("jsonschema", reason="validating against Kernel Tuner's schemas needs jsonschema")
 
 from pyclperf.engine.ktcache import CacheWriter, cache_key, read_cache, rows_from_cache
 

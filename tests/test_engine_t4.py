@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jsonschema
 import pytest
+
+jsonschema = pytest.importorskip("jsonschema", reason="validating against Kernel Tuner's schemas needs jsonschema")
 
 from pyclperf.engine.t4 import t4_metadata, t4_results, write_t4
 from pyclperf.results import Results

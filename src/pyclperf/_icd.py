@@ -11,8 +11,9 @@ Two drivers are found here that the loader would otherwise miss:
 Either is registered the one way both ICD loaders in use understand: a vendors directory,
 written under the user's cache, holding copies of the system's .icd files plus one naming each
 added library, with OCL_ICD_VENDORS pointing at it (the variable replaces /etc/OpenCL/vendors,
-hence the copies). OCL_ICD_FILENAMES is not used: the Khronos loader reads it but ocl-icd, the
-loader the wheel carries, ignores it.
+hence the copies). OCL_ICD_FILENAMES is not used to add drivers: the Khronos loader reads it but
+ocl-icd, the loader the wheel carries, ignores it; so where the wheel's loader runs, the libraries
+a user named there are written into the vendors directory too.
 
 This module must be imported before ``pyclperf._core``; it imports nothing heavy.
 ``PYCLPERF_NO_ICD_DISCOVERY=1`` turns all of it off.
@@ -107,6 +108,12 @@ def write_vendors_dir(icds: dict[str, str], root: str) -> str:
     raise OSError(f"cannot write an OpenCL vendors directory under {root} or the temporary directory")
 
 
+def bundled_loader() -> bool:
+    """Whether this pyclperf is a repaired wheel carrying its own ICD loader (ocl-icd)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return bool(glob.glob(os.path.join(here, os.pardir, "pyclperf.libs", "libOpenCL*")))
+
+
 def configure(environ: dict[str, str] | None = None, vendors_dir: str | None = None) -> str:
     """Point OCL_ICD_VENDORS at a directory with the drivers the loader would miss, where there
     are any; return sentences (joined by "; ") saying what was done and which ICD files the
@@ -128,7 +135,18 @@ def configure(environ: dict[str, str] | None = None, vendors_dir: str | None = N
     elif pocl:
         added[POCL_ICD_NAME] = pocl
 
-    if env.get("OCL_ICD_FILENAMES"):
+    user_libs = [lib for lib in env.get("OCL_ICD_FILENAMES", "").split(":") if lib]
+    if user_libs and bundled_loader():
+        # The wheel's loader is ocl-icd, which ignores OCL_ICD_FILENAMES: the libraries it names
+        # (NVIDIA's, on the GPU machine this was found on) go into the vendors directory instead.
+        known = [os.path.basename(lib) for lib in icds.values()]
+        for i, lib in enumerate(user_libs):
+            # libpocl.so.2 in the variable is libpocl.so.2.12.0 in a registered .icd file.
+            if not any(k.startswith(os.path.basename(lib)) for k in known):
+                added[f"pyclperf-user-{i}.icd"] = lib
+        notes.append(f"OCL_ICD_FILENAMES set by the user ({env['OCL_ICD_FILENAMES']}): read by "
+                     "the wheel's loader through the vendors directory")
+    elif user_libs:
         notes.append(f"OCL_ICD_FILENAMES set by the user: {env['OCL_ICD_FILENAMES']}")
     elif any("nvidia" in lib.lower() for lib in icds.values()):
         notes.append(f"NVIDIA registered in {vendors}")
@@ -150,7 +168,8 @@ def configure(environ: dict[str, str] | None = None, vendors_dir: str | None = N
                 env.setdefault("OCL_ICD_ASSUME_ICD_EXTENSION", "1")
             icds = _read_icds(vendors)
             what = {POCL_ICD_NAME: "PoCL from PyPI", NVIDIA_ICD_NAME: "unregistered NVIDIA driver"}
-            notes += [f"added {what[name]} {lib} in {vendors}" for name, lib in added.items()]
+            notes += [f"added {what.get(name, 'OCL_ICD_FILENAMES library')} {lib} in {vendors}"
+                      for name, lib in added.items()]
 
     files = ", ".join(f"{p} -> {lib}" for p, lib in icds.items()) or "none"
     notes.append(f"ICD files: {files}")
