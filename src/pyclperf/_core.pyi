@@ -10,7 +10,7 @@ import numpy
 import numpy.typing
 import typing
 import typing_extensions
-__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceMemoryError', 'Image', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'Sampler', 'compose_options', 'error_name', 'list_devices', 'run', 'time_events', 'time_host', 'validate_launch']
+__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceMemoryError', 'Image', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PeerPair', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'Sampler', 'compose_options', 'error_name', 'list_devices', 'run', 'time_events', 'time_host', 'validate_launch']
 class PyclperfError(Exception):
     """
     Base of every error pyclperf raises.
@@ -162,6 +162,34 @@ class Context:
         """
     @property
     def info(self) -> DeviceInfo:
+        ...
+class PeerPair:
+    """
+    Two devices of one platform in one context, a queue and a buffer each.
+    """
+    def __init__(self, platform_index: typing.SupportsInt | typing.SupportsIndex, device_a: typing.SupportsInt | typing.SupportsIndex, device_b: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def info(self, side: typing.SupportsInt | typing.SupportsIndex) -> DeviceInfo:
+        ...
+    def allocate(self, nbytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def write(self, side: typing.SupportsInt | typing.SupportsIndex, array: numpy.ndarray) -> None:
+        ...
+    def read(self, side: typing.SupportsInt | typing.SupportsIndex, array: numpy.ndarray) -> None:
+        ...
+    def fill(self, side: typing.SupportsInt | typing.SupportsIndex, value: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def build_copy_kernel(self, source: str, name: str, element_bytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def time_copy(self, source_side: typing.SupportsInt | typing.SupportsIndex, method: str = 'events', warmup: typing.SupportsInt | typing.SupportsIndex = 1, repeats: typing.SupportsInt | typing.SupportsIndex = 10) -> numpy.typing.NDArray[numpy.float64]:
+        ...
+    def time_kernel_copy(self, source_side: typing.SupportsInt | typing.SupportsIndex, local: typing.SupportsInt | typing.SupportsIndex, groups: typing.SupportsInt | typing.SupportsIndex, method: str = 'events', warmup: typing.SupportsInt | typing.SupportsIndex = 1, repeats: typing.SupportsInt | typing.SupportsIndex = 10) -> numpy.typing.NDArray[numpy.float64]:
+        ...
+    @property
+    def nbytes(self) -> int:
+        ...
+    @property
+    def same_device(self) -> bool:
         ...
 class Buffer:
     """

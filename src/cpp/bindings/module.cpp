@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
     register_kernel(m);
     register_launch(m);
     register_transfer(m);
+    register_peer(m);
 }

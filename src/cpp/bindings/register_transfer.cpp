@@ -8,6 +8,7 @@
 #include "../error.hpp"
 #include "../transfer.hpp"
 #include "arrays.hpp"
+#include "clock.hpp"
 #include "registers.hpp"
 
 namespace py = pybind11;
@@ -26,12 +27,6 @@ Access access_of(const std::string& name) {
     if (name == "direct") return Access::Direct;
     if (name == "mapped") return Access::Mapped;
     throw InvalidArgument("access must be 'direct' or 'mapped', got '" + name + "'");
-}
-
-Clock clock_of(const std::string& name) {
-    if (name == "events") return Clock::Events;
-    if (name == "host") return Clock::Host;
-    throw InvalidArgument("timing method must be 'events' or 'host', got '" + name + "'");
 }
 
 // The host side from Python: a PinnedBuffer's mapping, or a C-contiguous NumPy array (pageable

@@ -15,5 +15,6 @@ void register_program(pybind11::module_& m);
 void register_kernel(pybind11::module_& m);
 void register_launch(pybind11::module_& m);
 void register_transfer(pybind11::module_& m);
+void register_peer(pybind11::module_& m);
 
 }  // namespace pyclperf::bindings

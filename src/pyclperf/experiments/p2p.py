@@ -1,16 +1,21 @@
 """p2p: copies from one device to another of the same platform, over a size sweep, both ways.
 
-What is measured is honest about the path. pyclperf's core Context holds one device, so an
-OpenCL buffer of device A cannot be the source of a copy into device B's buffer: a real
-peer-to-peer copy (clEnqueueCopyBuffer between devices of one multi-device context, which the
-driver may route over NVLink/PCIe peer access) needs the core to create a context over several
-devices with one queue per device. Until then the OpenCL rows are a copy *staged through the
-host* (A -> pinned host memory -> B, both blocking), labelled ``path = "staged through host"``.
-On NVIDIA with CuPy, CUDA's own peer copy (cudaMemcpyPeerAsync) is measured in the same run as
-the reference, labelled ``path = "cuda peer"``. Every transfer is verified: random bytes in,
-poisoned destination, the bytes that landed compared.
+Four paths, every transfer verified (random bytes in, the destination poisoned first, the bytes
+that landed compared):
 
-On a host with one device of the platform every point is ``skipped`` with the reason.
+- ``opencl copy``: clEnqueueCopyBuffer on the destination's queue between two buffers of one
+  context over both devices (the core's PeerPair), the source's contents migrated to the source
+  device before each repeat so every copy crosses from one device to the other;
+- ``opencl kernel``: a grid-stride copy kernel (kernels/p2p.cl) run on the destination device,
+  reading the buffer whose contents live on the source device;
+- ``staged through host``: the same bytes read from A into pinned host memory and written to B,
+  with two single-device contexts: what a program without a shared context can do;
+- ``cuda peer``: on NVIDIA with CuPy, cudaMemcpyPeerAsync with peer access enabled where the
+  devices allow it, timed by the honest CUDA reference in the same run: the ratio to beat.
+
+How a runtime moves a buffer between the devices of one context is its own business (a peer
+copy over NVLink or PCIe, or a trip through the host); the figures say what it chose. On a host
+with one device of the platform every point is ``skipped`` with the reason.
 """
 
 from __future__ import annotations
@@ -22,15 +27,21 @@ import numpy as np
 
 from .. import _core
 from ..checks import random_bytes
-from ..results import SKIPPED
+from ..results import OK, SKIPPED
+from ..sources import kernel_source
 from ..stats import KiB, MiB
 from ..sweep import timed_row, verdict
-from .base import Sweep
 from ._transfer import sizes_up_to
+from .base import Sweep, noise_note
 
+COPY = "opencl copy"
+KERNEL = "opencl kernel"
 STAGED = "staged through host"
 CUDA_PEER = "cuda peer"
-POISON = np.array([0xAD], np.uint8)
+POISON = 0xAD
+WORD = 16  # bytes per uint4 of the copy kernel
+KERNEL_LOCAL = 256
+GROUPS_PER_CU = 8  # enough resident work-groups to keep the copy's loads in flight
 
 
 def peer_of(ctx: Any) -> Any:
@@ -49,7 +60,7 @@ class P2P(Sweep):
     description = ("copies between two GPUs of one host, both ways, over a size sweep, every copy "
                    "verified, beside CUDA's peer copy where CuPy exists")
     order = 45
-    title = "Device-to-device copies (OpenCL staged through the host; CUDA peer as reference)"
+    title = "Device-to-device copies: one shared context, through the host, and CUDA's peer copy"
     x = "size_bytes"
     x_label = "copy size (bytes)"
     guide = "issue 13: GPU-to-GPU transfers"
@@ -71,8 +82,20 @@ class P2P(Sweep):
         if not self.sizes or min(self.sizes) <= 0:
             raise _core.InvalidArgumentError(f"{self.id}: sizes must be positive, got {self.sizes}")
         self.rng = np.random.default_rng()
-        self._buffers: dict[str, Any] = {}
+        self._staging: dict[str, Any] = {}
+        self.pair, self.pair_reason = self._pair(info)
         self.cuda = self._cuda() if cuda and self.peer is not None else None
+
+    def _pair(self, info: Any) -> tuple[Any, str]:
+        """Both devices in one context, with the copy kernel built for both; or why not."""
+        if info is None:
+            return None, self.skip_reason
+        try:
+            pair = _core.PeerPair(info.platform_index, self.ctx.info.device_index, info.device_index)
+            pair.build_copy_kernel(kernel_source("p2p.cl"), "copy_words", WORD)
+        except _core.PyclperfError as e:  # a platform may refuse multi-device contexts
+            return None, f"one context over both devices was refused: {e}"
+        return pair, ""
 
     def _cuda(self) -> Any:
         """The CUDA reference when both devices are NVIDIA's and CuPy sees two devices."""
@@ -89,64 +112,83 @@ class P2P(Sweep):
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "sizes": self.sizes, "skip_reason": self.skip_reason,
                 "peer": self.peer.info.name if self.peer is not None else None,
-                "core_limit": "single-device contexts: OpenCL rows are staged through the host"}
+                "shared_context": self.pair is not None, "shared_context_error": self.pair_reason,
+                "loopback": bool(self.pair is not None and self.pair.same_device)}
 
     def points(self) -> list[dict[str, Any]]:
-        paths = [STAGED] + ([CUDA_PEER] if self.cuda is not None else [])
+        # Size outermost: the shared context's buffers are sized per point, so each size is
+        # allocated once for every path and direction.
+        paths = [COPY, KERNEL, STAGED] + ([CUDA_PEER] if self.cuda is not None else [])
         return [{"mode": f"{path} {d}", "path": path, "direction": d, "size_bytes": n}
-                for path in paths for d in ("A->B", "B->A") for n in self.sizes]
+                for n in self.sizes for path in paths for d in ("A->B", "B->A")]
 
     def peak_kind(self, row: dict[str, Any]) -> str | None:
         return None
-
-    def _ends(self, direction: str) -> tuple[Any, Any]:
-        a, b = self.ctx, self.peer
-        return (a, b) if direction == "A->B" else (b, a)
-
-    def _buffer(self, ctx: Any, role: str) -> Any:
-        key = f"{role}{id(ctx)}"
-        if key not in self._buffers:
-            self._buffers[key] = ctx.buffer(max(self.sizes))
-        return self._buffers[key]
 
     def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
                 verify: bool) -> dict[str, Any]:
         if self.peer is None:
             return {"status": SKIPPED, "error": self.skip_reason, "verified": False}
-        n = int(point["size_bytes"])
-        if point["path"] == CUDA_PEER:
-            return self._cuda_peer(point["direction"], n)
-        src_ctx, dst_ctx = self._ends(point["direction"])
-        src, dst = self._buffer(src_ctx, "src"), self._buffer(dst_ctx, "dst")
-        stage = self._stage(n)
+        n, path, direction = int(point["size_bytes"]), point["path"], point["direction"]
+        if path == CUDA_PEER:
+            return self._cuda_peer(direction, n)
+        if path == STAGED:
+            return self._staged(direction, n, warmup, repeats)
+        if self.pair is None:
+            return {"status": SKIPPED, "error": self.pair_reason, "verified": False}
+        if path == KERNEL and n % WORD:
+            return {"status": SKIPPED, "verified": False,
+                    "error": f"the copy kernel moves {WORD}-byte words; {n} bytes is not whole words"}
+        return self._shared(path, direction, n, method, warmup, repeats)
+
+    def _shared(self, path: str, direction: str, n: int, method: str, warmup: int,
+                repeats: int) -> dict[str, Any]:
+        pair, src = self.pair, (0 if direction == "A->B" else 1)
+        if pair.nbytes != n:
+            pair.allocate(n)
         data = random_bytes(self.rng, n)
+        pair.write(src, data)
+        pair.fill(1 - src, POISON)
+        if path == COPY:
+            times = pair.time_copy(src, method, warmup, repeats)
+        else:
+            cus = pair.info(1 - src).compute_units
+            groups = max(1, min(-(-n // (WORD * KERNEL_LOCAL)), GROUPS_PER_CU * cus))
+            times = pair.time_kernel_copy(src, KERNEL_LOCAL, groups, method, warmup, repeats)
+        landed = np.empty(n, np.uint8)
+        pair.read(1 - src, landed)  # every repeat copied the same bytes: the last must be them
+        return {"path": path, **timed_row(times, n, method), **_checked(landed, data)}
 
-        def copy() -> None:
-            src.read(stage[:n])
-            dst.write(stage[:n])
-
+    def _staged(self, direction: str, n: int, warmup: int, repeats: int) -> dict[str, Any]:
+        a, b = self.ctx, self.peer
+        src_ctx, dst_ctx = (a, b) if direction == "A->B" else (b, a)
+        src, dst = self._staging_buffer(src_ctx, "src"), self._staging_buffer(dst_ctx, "dst")
+        stage = self._staging_host()
+        data = random_bytes(self.rng, n)
         src.write(data)
-        dst.fill(POISON)
-        stage[:n] = 0
+        dst.fill(np.array([POISON], np.uint8))
         times = []
         for i in range(warmup + repeats):
             t0 = time.perf_counter_ns()
-            copy()
+            src.read(stage[:n])
+            dst.write(stage[:n])
             if i >= warmup:
                 times.append(time.perf_counter_ns() - t0)
         landed = np.empty(n, np.uint8)
-        dst.read(landed)  # the last timed copy, checked: every transfer ended in the right bytes
-        passed = bool(np.array_equal(landed, data))
-        row = {"path": STAGED, **timed_row(np.asarray(times, np.float64), n, "host")}
-        row.update(verdict(True, passed, "" if passed else
-                           f"{int((landed != data).sum())} of {n} bytes differ after the copy"))
-        return row
+        dst.read(landed)
+        return {"path": STAGED, **timed_row(np.asarray(times, np.float64), n, "host"),
+                **_checked(landed, data)}
 
-    def _stage(self, n: int) -> np.ndarray:
-        if "stage" not in self._buffers:
-            buf, view = self.ctx.pinned(max(self.sizes), np.uint8)
-            self._buffers["stage"] = (buf, view)
-        return self._buffers["stage"][1]
+    def _staging_buffer(self, ctx: Any, role: str) -> Any:
+        key = f"{role}{id(ctx)}"
+        if key not in self._staging:
+            self._staging[key] = ctx.buffer(max(self.sizes))
+        return self._staging[key]
+
+    def _staging_host(self) -> np.ndarray:
+        if "host" not in self._staging:
+            self._staging["host"] = self.ctx.pinned(max(self.sizes), np.uint8)
+        return self._staging["host"][1]
 
     def _cuda_peer(self, direction: str, n: int) -> dict[str, Any]:
         """cudaMemcpyPeerAsync between CUDA devices 0 and 1 (taken to be A and B: set
@@ -154,24 +196,61 @@ class P2P(Sweep):
         ref = self.cuda
         cp, rt = ref.cp, ref.cp.cuda.runtime
         s, d = (0, 1) if direction == "A->B" else (1, 0)
+        peer_access = bool(rt.deviceCanAccessPeer(d, s))
+        if peer_access:
+            _enable_peer_access(cp, d, s)
         data = random_bytes(self.rng, n)
         with cp.cuda.Device(s):
             src = cp.asarray(data)
         with cp.cuda.Device(d):
-            dst = cp.full(n, 0xAD, dtype=cp.uint8)
+            dst = cp.full(n, POISON, dtype=cp.uint8)
 
         def launch() -> None:
             rt.memcpyPeerAsync(dst.data.ptr, d, src.data.ptr, s, n, ref.stream.ptr)
 
-        launch()
-        ref.stream.synchronize()
-        passed = bool(np.array_equal(cp.asnumpy(dst), data))
         result = ref.timer(launch).measure(5).as_dict()
         ref.stream.synchronize()
-        passed = passed and bool(np.array_equal(cp.asnumpy(dst), data))
-        # Without peer access CUDA itself stages the copy through the host: say which it was.
         row = {"path": CUDA_PEER, "bytes": n, "method": "cuda events", **result,
-               "peer_access": bool(rt.deviceCanAccessPeer(d, s))}
+               "peer_access": peer_access}
         row["gbps"] = n / row["median_ns"]
-        row.update(verdict(True, passed, "" if passed else "peer copy differs"))
-        return row
+        return {**row, **_checked(cp.asnumpy(dst), data)}
+
+    def finish(self, results: Any) -> None:
+        """The largest size's figure per path and direction; the shared context beside CUDA."""
+        ok = [r for r in results.rows if r.get("status") == OK]
+        if not ok:
+            return
+        top = max(r["size_bytes"] for r in ok)
+        best = {(r["path"], r["direction"]): r for r in ok if r["size_bytes"] == top}
+        parts = []
+        for d in ("A->B", "B->A"):
+            cuda = best.get((CUDA_PEER, d))
+            figures = []
+            for path in (COPY, KERNEL, STAGED):
+                r = best.get((path, d))
+                if r is None:
+                    continue
+                ratio = f", {r['gbps'] / cuda['gbps']:.3f}x CUDA's peer copy" if cuda else ""
+                figures.append(f"{path} {r['gbps']:.1f} GB/s{ratio}{noise_note(r)}")
+            if cuda:
+                figures.append(f"cuda peer {cuda['gbps']:.1f} GB/s")
+            if figures:
+                parts.append(f"{d}: " + "; ".join(figures))
+        where = " (one device, two queues: a loopback, not a link)" if results.meta.get("loopback") else ""
+        results.meta["conclusion"] = f"At {top / MiB:g} MiB{where}: " + " | ".join(parts) + "."
+
+
+def _checked(landed: np.ndarray, data: np.ndarray) -> dict[str, Any]:
+    passed = bool(np.array_equal(landed, data))
+    detail = "" if passed else f"{int((landed != data).sum())} of {data.size} bytes differ after the copy"
+    return verdict(True, passed, detail)
+
+
+def _enable_peer_access(cp: Any, device: int, peer: int) -> None:
+    """Let `device` reach `peer`'s memory directly; enabling it twice is not an error here."""
+    with cp.cuda.Device(device):
+        try:
+            cp.cuda.runtime.deviceEnablePeerAccess(peer)
+        except cp.cuda.runtime.CUDARuntimeError as e:
+            if "AlreadyEnabled" not in str(e) and "already" not in str(e).lower():
+                raise
