@@ -50,9 +50,12 @@ void PeerPair::allocate(std::size_t nbytes) {
                           ")");
     // The old buffers go first, so a larger size never needs both generations at once.
     buffers_ = {};
+    origins_ = {};
     nbytes_ = 0;
     buffers_ = {cl::Buffer(context_, CL_MEM_READ_WRITE, nbytes),
                 cl::Buffer(context_, CL_MEM_READ_WRITE, nbytes)};
+    origins_ = {cl::Buffer(context_, CL_MEM_READ_ONLY, nbytes),
+                cl::Buffer(context_, CL_MEM_READ_ONLY, nbytes)};
     nbytes_ = nbytes;
 }
 
@@ -61,7 +64,9 @@ void PeerPair::write(int side, const void* src, std::size_t n) {
     if (n != nbytes_)
         throw InvalidArgument("peer write of " + bytes_text(n) + " into buffers of " +
                               bytes_text(nbytes_) + ": write the whole buffer");
-    queues_[side].enqueueWriteBuffer(b, CL_TRUE, 0, n, src);
+    queues_[side].enqueueWriteBuffer(origins_[side], CL_TRUE, 0, n, src);
+    queues_[side].enqueueCopyBuffer(origins_[side], b, 0, 0, n);
+    queues_[side].finish();
 }
 
 void PeerPair::read(int side, void* dst, std::size_t n) const {
@@ -103,9 +108,11 @@ void PeerPair::build_copy_kernel(const std::string& source, const std::string& n
 
 void PeerPair::stage(int from) {
     const int to = 1 - from;
-    // Contents of the source onto the source device; the destination's old contents are about to
-    // be overwritten, so only its storage needs to be on the destination device.
+    // The source rewritten on its own device (no replica elsewhere stays valid) and kept there;
+    // the destination's old contents are about to be overwritten, so only its storage needs to
+    // be on the destination device.
     cl::Event on_source, on_destination;
+    queues_[from].enqueueCopyBuffer(origins_[from], buffers_[from], 0, 0, nbytes_);
     queues_[from].enqueueMigrateMemObjects({buffers_[from]}, 0, nullptr, &on_source);
     queues_[to].enqueueMigrateMemObjects({buffers_[to]}, CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED,
                                          nullptr, &on_destination);
@@ -113,14 +120,13 @@ void PeerPair::stage(int from) {
     on_destination.wait();
 }
 
-std::vector<double> PeerPair::time_each(int from, Clock clock, int warmup, int repeats,
-                                        const std::function<cl::Event()>& copy) {
+PeerPair::Times PeerPair::time_each(int from, int warmup, int repeats,
+                                    const std::function<cl::Event()>& copy) {
     if (warmup < 0) throw InvalidArgument("warmup must be >= 0, got " + std::to_string(warmup));
     if (repeats < 1) throw InvalidArgument("repeats must be >= 1, got " + std::to_string(repeats));
     const int to = 1 - checked(from);
     buffer(from);
-    std::vector<double> out;
-    out.reserve(static_cast<std::size_t>(repeats));
+    Times out;
     for (int i = 0; i < warmup + repeats; ++i) {
         stage(from);
         const auto t0 = std::chrono::steady_clock::now();
@@ -130,30 +136,27 @@ std::vector<double> PeerPair::time_each(int from, Clock clock, int warmup, int r
         const auto status = e.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
         if (status < 0) throw ClError("peer copy", status);
         if (i < warmup) continue;
-        if (clock == Clock::Host) {
-            out.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
-        } else {
-            const auto t = event_times(e);
-            if (t.end < t.start)
-                throw ClError("clGetEventProfilingInfo", CL_PROFILING_INFO_NOT_AVAILABLE,
-                              "a peer copy ended before it started");
-            out.push_back(static_cast<double>(t.end - t.start));
-        }
+        const auto t = event_times(e);
+        if (t.end < t.start)
+            throw ClError("clGetEventProfilingInfo", CL_PROFILING_INFO_NOT_AVAILABLE,
+                          "a peer copy ended before it started");
+        out.events.push_back(static_cast<double>(t.end - t.start));
+        out.host.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
     }
     return out;
 }
 
-std::vector<double> PeerPair::time_copy(int from, Clock clock, int warmup, int repeats) {
+PeerPair::Times PeerPair::time_copy(int from, int warmup, int repeats) {
     const int to = 1 - checked(from);
-    return time_each(from, clock, warmup, repeats, [this, from, to] {
+    return time_each(from, warmup, repeats, [this, from, to] {
         cl::Event e;
         queues_[to].enqueueCopyBuffer(buffers_[from], buffers_[to], 0, 0, nbytes_, nullptr, &e);
         return e;
     });
 }
 
-std::vector<double> PeerPair::time_kernel_copy(int from, std::size_t local, std::size_t groups,
-                                               Clock clock, int warmup, int repeats) {
+PeerPair::Times PeerPair::time_kernel_copy(int from, std::size_t local, std::size_t groups,
+                                           int warmup, int repeats) {
     const int to = 1 - checked(from);
     if (kernel_name_.empty())
         throw InvalidArgument("no copy kernel: call build_copy_kernel() first");
@@ -167,7 +170,7 @@ std::vector<double> PeerPair::time_kernel_copy(int from, std::size_t local, std:
     kernel.setArg(1, buffers_[to]);
     kernel.setArg(2, static_cast<cl_ulong>(nbytes_ / element_bytes_));
     // The kernel strides over the grid, so any grid covers the whole buffer and stays inside it.
-    return time_each(from, clock, warmup, repeats, [this, to, &kernel, local, groups] {
+    return time_each(from, warmup, repeats, [this, to, &kernel, local, groups] {
         cl::Event e;
         queues_[to].enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(local * groups),
                                          cl::NDRange(local), nullptr, &e);

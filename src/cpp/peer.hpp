@@ -6,11 +6,14 @@
 // profiling queue per device and a buffer for each side. That is all this class is: it owns its
 // context, queues, buffers and copy kernel, and times the two ways a program moves data across.
 //
-// In a multi-device context a buffer belongs to the context, not to a device; the runtime keeps
-// its contents wherever they were last used. Every timed copy therefore starts from the state a
-// user's program would be in (the source's contents on the source device, moved there with
-// clEnqueueMigrateMemObjects and waited for), so each copy crosses from one device to the other
-// instead of finding a copy left behind by the previous repeat.
+// In a multi-device context a buffer belongs to the context, not to a device, and a runtime may
+// keep a valid replica on every device that read it: after one copy from A to B, B may hold the
+// source's bytes too, and the next copy would be a local one. Every timed copy therefore starts
+// from the state of a program that has just produced its data on A: the source is rewritten on
+// A (a copy from an origin buffer that only A ever touches, which invalidates replicas elsewhere)
+// and migrated there, the destination's storage migrated to B, all waited for. Each repeat is
+// timed by both clocks: the copy command's event, and the host from enqueue to completion, which
+// also covers any migration a runtime does before the command's start timestamp.
 #pragma once
 
 #include <array>
@@ -43,8 +46,8 @@ public:
     void allocate(std::size_t nbytes);
     std::size_t nbytes() const noexcept { return nbytes_; }
 
-    // Blocking transfers of the whole buffer of `side` on that side's queue (the contents then
-    // live on that device); `n` must equal nbytes().
+    // Blocking transfers of the whole buffer of `side` on that side's queue; `n` must equal
+    // nbytes(). write() sets what every copy from `side` starts from (its origin buffer).
     void write(int side, const void* src, std::size_t n);
     void read(int side, void* dst, std::size_t n) const;
     void fill(int side, std::uint8_t value);
@@ -59,15 +62,17 @@ public:
     // migrated to its own device and the destination's (undefined) contents to its device, both
     // waited for; then clEnqueueCopyBuffer on the destination's queue, or the copy kernel run
     // on the destination device over `groups` work-groups of `local` items (a grid-stride
-    // kernel reading the other device's buffer). Returns per repeat the copy command's event
-    // duration (clock Events) or the host time from enqueue to completion (clock Host), in ns.
-    std::vector<double> time_copy(int from, Clock clock, int warmup, int repeats);
-    std::vector<double> time_kernel_copy(int from, std::size_t local, std::size_t groups,
-                                         Clock clock, int warmup, int repeats);
+    // kernel reading the other device's buffer). Per repeat, in ns, both clocks.
+    struct Times {
+        std::vector<double> events;
+        std::vector<double> host;
+    };
+    Times time_copy(int from, int warmup, int repeats);
+    Times time_kernel_copy(int from, std::size_t local, std::size_t groups, int warmup,
+                           int repeats);
 
 private:
-    std::vector<double> time_each(int from, Clock clock, int warmup, int repeats,
-                                  const std::function<cl::Event()>& copy);
+    Times time_each(int from, int warmup, int repeats, const std::function<cl::Event()>& copy);
     void stage(int from);
     int checked(int side) const;
     const cl::Buffer& buffer(int side) const;
@@ -78,6 +83,7 @@ private:
     cl::Context context_;
     std::array<cl::CommandQueue, 2> queues_;
     std::array<cl::Buffer, 2> buffers_;
+    std::array<cl::Buffer, 2> origins_;
     std::size_t nbytes_ = 0;
     cl::Program program_;
     std::string kernel_name_;

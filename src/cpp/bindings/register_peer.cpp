@@ -3,7 +3,6 @@
 
 #include "../peer.hpp"
 #include "arrays.hpp"
-#include "clock.hpp"
 #include "registers.hpp"
 
 namespace py = pybind11;
@@ -14,6 +13,11 @@ namespace {
 
 py::array_t<double> as_array(const std::vector<double>& ns) {
     return py::array_t<double>(static_cast<py::ssize_t>(ns.size()), ns.data());
+}
+
+// (event ns, host ns) per repeat: the caller chooses which to believe, and can see both.
+py::tuple as_arrays(const PeerPair::Times& t) {
+    return py::make_tuple(as_array(t.events), as_array(t.host));
 }
 
 std::size_t bytes_of(const py::buffer_info& info) {
@@ -54,31 +58,29 @@ void register_peer(py::module_& m) {
              py::arg("name"), py::arg("element_bytes"), py::call_guard<py::gil_scoped_release>())
         .def(
             "time_copy",
-            [](PeerPair& p, int from, const std::string& method, int warmup, int repeats) {
-                const auto clock = clock_of(method);
-                std::vector<double> ns;
+            [](PeerPair& p, int from, int warmup, int repeats) {
+                PeerPair::Times t;
                 {
                     py::gil_scoped_release release;
-                    ns = p.time_copy(from, clock, warmup, repeats);
+                    t = p.time_copy(from, warmup, repeats);
                 }
-                return as_array(ns);
+                return as_arrays(t);
             },
-            py::arg("source_side"), py::arg("method") = "events", py::arg("warmup") = 1,
+            py::arg("source_side"), py::arg("warmup") = 1,
             py::arg("repeats") = 10)
         .def(
             "time_kernel_copy",
-            [](PeerPair& p, int from, std::size_t local, std::size_t groups,
-               const std::string& method, int warmup, int repeats) {
-                const auto clock = clock_of(method);
-                std::vector<double> ns;
+            [](PeerPair& p, int from, std::size_t local, std::size_t groups, int warmup,
+               int repeats) {
+                PeerPair::Times t;
                 {
                     py::gil_scoped_release release;
-                    ns = p.time_kernel_copy(from, local, groups, clock, warmup, repeats);
+                    t = p.time_kernel_copy(from, local, groups, warmup, repeats);
                 }
-                return as_array(ns);
+                return as_arrays(t);
             },
-            py::arg("source_side"), py::arg("local"), py::arg("groups"),
-            py::arg("method") = "events", py::arg("warmup") = 1, py::arg("repeats") = 10);
+            py::arg("source_side"), py::arg("local"), py::arg("groups"), py::arg("warmup") = 1,
+            py::arg("repeats") = 10);
 }
 
 }  // namespace pyclperf::bindings
