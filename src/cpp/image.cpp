@@ -48,14 +48,35 @@ cl::Image2D allocate(const ContextPtr& ctx, std::size_t width, std::size_t heigh
     check_side(width, info.image2d_max_width, "width", "CL_DEVICE_IMAGE2D_MAX_WIDTH", info.name);
     check_side(height, info.image2d_max_height, "height", "CL_DEVICE_IMAGE2D_MAX_HEIGHT",
                info.name);
+    check_format(*ctx, format);
     const auto nbytes =
         width * height * (half ? 2 : sizeof(float)) * static_cast<std::size_t>(channels);
+    const std::string what = "image of " + std::to_string(width) + " x " +
+                             std::to_string(height) + " x " + std::to_string(channels) +
+                             (half ? " halves" : " floats") + " (" + std::to_string(nbytes) +
+                             " bytes)";
+    // Sides within the limits but too many bytes in all is a memory error, like a buffer past the
+    // limit, not a shape error: refuse it before the call, naming both sizes. The spec gives
+    // clCreateImage no code of its own for this, so it carries the one a refused allocation gets.
     if (nbytes > info.max_alloc_bytes)
-        throw InvalidArgument("image of " + std::to_string(nbytes) + " bytes exceeds the " +
-                              "device's largest allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE = " +
-                              std::to_string(info.max_alloc_bytes) + " bytes) on " + info.name);
-    check_format(*ctx, format);
-    return cl::Image2D(ctx->cl_context(), CL_MEM_READ_WRITE, format, width, height);
+        throw ClError("clCreateImage", CL_MEM_OBJECT_ALLOCATION_FAILURE,
+                      what + " exceeds the device's largest allocation " +
+                          "(CL_DEVICE_MAX_MEM_ALLOC_SIZE = " +
+                          std::to_string(info.max_alloc_bytes) + " bytes) on " + info.name);
+    try {
+        return cl::Image2D(ctx->cl_context(), CL_MEM_READ_WRITE, format, width, height);
+    } catch (const cl::Error& e) {
+        // Within the limit the driver may still refuse (memory taken by other objects): keep its
+        // code, which the bindings map to DeviceMemoryError, but say what was asked for.
+        const int code = e.err();
+        if (code == CL_MEM_OBJECT_ALLOCATION_FAILURE || code == CL_OUT_OF_RESOURCES ||
+            code == CL_OUT_OF_HOST_MEMORY)
+            throw ClError("clCreateImage", code,
+                          what + " refused by " + info.name + " (largest allocation " +
+                              std::to_string(info.max_alloc_bytes) + " bytes, global memory " +
+                              std::to_string(info.global_mem_bytes) + " bytes)");
+        throw;
+    }
 }
 
 }  // namespace

@@ -3,8 +3,9 @@
 //
 // An Image holds width x height texels of 1 (CL_R) or 4 (CL_RGBA) channels of CL_FLOAT, or of
 // CL_HALF_FLOAT with `half` (16-bit floats: half the bytes per texel, Quasar 9.4). Creation
-// checks the device's image support, CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT and the format list, so a
-// request that cannot work is refused with a message instead of a driver code. Like Buffer, an
+// checks the device's image support, CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT, the format list and
+// CL_DEVICE_MAX_MEM_ALLOC_SIZE, so a request that cannot work is refused with a message instead of
+// a bare driver code. Like Buffer, an
 // Image may be released early; any later use raises ReleasedError.
 #pragma once
 
@@ -23,7 +24,9 @@ class Image {
 public:
     // channels: 1 (CL_R) or 4 (CL_RGBA); CL_FLOAT, or CL_HALF_FLOAT where `half`. InvalidArgument
     // for a zero or too large side, other channel counts, a format the device lacks, or no image
-    // support.
+    // support (shape and format errors); ClError with CL_MEM_OBJECT_ALLOCATION_FAILURE (Python's
+    // DeviceMemoryError) past CL_DEVICE_MAX_MEM_ALLOC_SIZE, and the driver's own memory code,
+    // with the sizes named, where it refuses the allocation.
     Image(ContextPtr ctx, std::size_t width, std::size_t height, int channels = 1,
           bool half = false);
     Image(const Image&) = delete;

@@ -86,8 +86,9 @@ class Context(_core.Context):
         """An uninitialised 2-D image of float32 texels (float16, CL_HALF_FLOAT, with ``half``),
         1 (CL_R) or 4 (CL_RGBA) channels.
 
-        Raises InvalidArgumentError where the device has no image support or the size exceeds
-        CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT.
+        Raises InvalidArgumentError where the device has no image support or a side exceeds
+        CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT (a shape error), DeviceMemoryError where the image's
+        bytes exceed CL_DEVICE_MAX_MEM_ALLOC_SIZE or the driver refuses the allocation.
         """
         return _core.Image(self, int(width), int(height), int(channels), bool(half))
 

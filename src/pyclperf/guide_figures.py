@@ -116,6 +116,11 @@ FIGURES: dict[str, SourceFigure] = {f.experiment: f for f in (
                  "time of global / image (linear, clamp)", 156.0 / 109.0, +1,
                  lambda r: _ratio(r, "variant", "median_ns", "global linear clamp_to_edge",
                                   "image linear clamp_to_edge")),
+    SourceFigure("rgba", "Quasar 9.6 (GTX 780M): wavelet step, global arrays 513 ms, 4-component "
+                 "texture reads and surface writes 176 ms", "time of wavelet interleaved / wavelet "
+                 "rgba float image", 513.0 / 176.0, +1,
+                 lambda r: _ratio(r, "variant", "median_ns", "wavelet interleaved",
+                                  "wavelet rgba float image")),
     SourceFigure("math", "Guide 5.1.4: native functions ~10x faster than the precise ones",
                  "time of precise sin / native sin, on [-pi,pi]", 10.0, +1, lambda r: _math(r)),
     SourceFigure("histogram", "Quasar 9.2 (GTX 980): global atomics 73.7 ms, local histogram 12.8 ms",

@@ -4,7 +4,7 @@
 //   ├── ClError (also RuntimeError)          .call .code .name
 //   │   ├── BuildError                       .log .options
 //   │   └── DeviceMemoryError (also MemoryError)  for allocation / resource exhaustion, and
-//   │                                             a buffer past the largest allocation
+//   │                                             a buffer or image past the largest allocation
 //   ├── InvalidArgumentError (also ValueError)
 //   └── ReleasedError (also RuntimeError)    a released buffer, an unmapped mapping
 #include <pybind11/pybind11.h>

@@ -1,15 +1,23 @@
-"""rgba: a horizontal Gaussian on RGB pixels read as interleaved floats, as three planes, as one
-CL_RGBA float image fetch per tap and as one CL_RGBA half fetch (Quasar 9.5; kernels/rgba.cl).
+"""rgba: multi-component pixels (Quasar 9.5, 9.6; kernels/rgba.cl).
 
-All four write interleaved RGB floats. Bandwidth counts each pixel's bytes read once (12 for the
-global layouts, 16 for RGBA float, 8 for RGBA half, the fourth channel unused) and 12 written.
-The vertical wavelet step with 4-component image writes that Quasar 9.6 adds is not here.
+Two workloads, each over the same pixels in different storage:
 
-Verification: fresh uniform [0, 1) pixels, the output poisoned, against NumPy's float64 filter
-of the pixels as stored (the half image: of their float16 rounding) within gamma_{2R+2} times the
-sum of |w x| (Higham's bound for the 2R + 1 products and sums). A half image the device's kernels
-cannot read back as stored (a probe decides) is ``skipped`` with what the probe saw, as in
-`halftex`; without image support both image points are skipped.
+* a horizontal Gaussian on RGB pixels read as interleaved floats, as three planes, as one
+  CL_RGBA float image fetch per tap and as one CL_RGBA half fetch (Quasar 9.5). All four write
+  interleaved RGB floats. Bandwidth counts each pixel's bytes read once (12 for the global layouts,
+  16 for RGBA float, 8 for RGBA half, the fourth channel unused) and 12 written.
+* ``wavelet ...``: one stage of a vertical wavelet transform on RGBA float pixels, kept in an
+  interleaved buffer, in four planes, or in CL_RGBA float images read with read_imagef and
+  written with write_imagef (Quasar 9.6, the document's 513 -> 176 ms on a GTX 780M, global
+  arrays against 4-component texture reads and surface writes). Bandwidth: 16 bytes read and 16
+  written per pixel. The filters, reference and bound are in _wavelet.py.
+
+Verification of the Gaussian: fresh uniform [0, 1) pixels, the output poisoned, against NumPy's
+float64 filter of the pixels as stored (the half image: of their float16 rounding) within
+gamma_{2R+2} times the sum of |w x| (Higham's bound for the 2R + 1 products and sums). A half image
+the device's kernels cannot read back as stored (a probe decides) is ``skipped`` with what the
+probe saw, as in `halftex`; without image support every image point is skipped, and so is the
+wavelet's image point where CL_RGBA/CL_FLOAT cannot be read and written.
 """
 
 from __future__ import annotations
@@ -22,9 +30,11 @@ from .. import _core
 from ..checks import compare_close, gamma, poison_device
 from ..results import OK, SKIPPED
 from ._kit import FLOAT, check_image_side, no_images_reason, pick, table
+from . import _wavelet
 from .base import Check, Experiment, Launch, noise_note
 
-VARIANTS = ("interleaved", "planar", "rgba float image", "rgba half image")
+GAUSSIAN = ("interleaved", "planar", "rgba float image", "rgba half image")
+VARIANTS = GAUSSIAN + _wavelet.VARIANTS
 READ_BYTES = {"interleaved": 12, "planar": 12, "rgba float image": 16, "rgba half image": 8}
 TILE = (16, 16)
 
@@ -53,17 +63,18 @@ def reference(pixels: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray
 class Rgba(Experiment):
     id = "rgba"
     description = ("a horizontal Gaussian on RGB pixels: interleaved and planar floats vs one CL_RGBA "
-                   "float or half image fetch per tap (Quasar 9.5; `--size` is the side)")
+                   "float or half image fetch per tap, and a vertical wavelet step on RGBA pixels in "
+                   "buffers vs 4-component image reads and writes (Quasar 9.5, 9.6; `--size` is the side)")
     order = 168
-    title = "Multi-component pixels: 3 floats from global vs one RGBA image fetch"
+    title = "Multi-component pixels: floats from global vs RGBA image reads and writes"
     x = "variant"
     x_label = "variant"
-    guide = "Quasar 9.5 (multi-component textures)"
+    guide = "Quasar 9.5 (multi-component textures), 9.6 (4-component surface writes)"
     plot = {"kind": "bars", "label": "variant"}
     size_arg, values_arg, local_size_arg = "side", None, None
 
     def __init__(self, ctx: Any, side: int | None = None, radius: int = 4,
-                 variants: Sequence[str] | None = None) -> None:
+                 variants: Sequence[str] | None = None, wavelet_taps: int = 16) -> None:
         super().__init__(ctx)
         info = ctx.info
         self.side = int(side) if side is not None else (4096 if info.is_gpu else 256)
@@ -88,6 +99,8 @@ class Rgba(Experiment):
             self.images = {"rgba float image": ctx.image(self.side, self.side, 4),
                            "rgba half image": ctx.image(self.side, self.side, 4, half=True)}
             self.half_probe = self.probe()
+        wavelets = [v for v in self.variants if v in _wavelet.VARIANTS]
+        self.wavelet = _wavelet.WaveletStep(ctx, self.side, wavelet_taps, wavelets) if wavelets else None
         self.rng = np.random.default_rng()
 
     def probe(self) -> str | None:
@@ -109,14 +122,17 @@ class Rgba(Experiment):
                 f"{want.reshape(-1)[:3].astype(float).tolist()}")
 
     def meta(self) -> dict[str, Any]:
+        wavelet = {"wavelet_taps": self.wavelet.taps, "wavelet_shift": _wavelet.SHIFT} if self.wavelet else {}
         return {**super().meta(), "side": self.side, "radius": self.radius,
-                "half_probe": self.half_probe or "ok"}
+                "half_probe": self.half_probe or "ok", **wavelet}
 
     def points(self) -> list[dict[str, Any]]:
         return [{"variant": v} for v in self.variants]
 
     def skip(self, point: dict[str, Any]) -> str | None:
         v = point["variant"]
+        if v in _wavelet.VARIANTS:
+            return self.wavelet.skip(v)
         if "image" not in v:
             return None
         if not self.images:
@@ -125,6 +141,8 @@ class Rgba(Experiment):
 
     def launch(self, point: dict[str, Any]) -> Launch:
         v = point["variant"]
+        if v in _wavelet.VARIANTS:
+            return self.wavelet.launch(v)
         n = self.side * self.side
         if "image" in v:
             k = self.program.kernel("gauss_image").set_args(self.images[v], np.int32(self.side), self.wbuf, self.dst)
@@ -135,6 +153,8 @@ class Rgba(Experiment):
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         v = point["variant"]
+        if v in _wavelet.VARIANTS:
+            return self.wavelet.check(v, launch)
         pixels = self.rng.random((self.side, self.side, 3), dtype=np.float32)
         if v == "interleaved":
             self.src.write(pixels)
@@ -159,17 +179,34 @@ class Rgba(Experiment):
 
     def finish(self, results: Any) -> None:
         rows = {r["variant"]: r for r in results.rows}
-        ok = [r for r in results.rows if r.get("status") == OK]
-        base = rows.get("interleaved")
-        parts = [f"{r['variant']} {r['mpix_per_s']:.0f} Mpixel/s{noise_note(r)}"
-                 + (f" ({base['median_ns'] / r['median_ns']:.2f}x interleaved)"
-                    if base and base.get("status") == OK and r is not base else "") for r in ok]
+        parts = []
+        for names, base_name in ((GAUSSIAN, "interleaved"), (_wavelet.VARIANTS, "wavelet interleaved")):
+            base = rows.get(base_name)
+            base_ok = base is not None and base.get("status") == OK
+            parts += [f"{r['variant']} {r['mpix_per_s']:.0f} Mpixel/s{noise_note(r)}"
+                      + (f" ({base['median_ns'] / r['median_ns']:.2f}x {base_name})"
+                         if base_ok and r is not base else "")
+                      for r in results.rows if r["variant"] in names and r.get("status") == OK]
         skipped = [f"{r['variant']} skipped ({r['error']})" for r in results.rows if r.get("status") == SKIPPED]
+        ratio = wavelet_ratio(rows)
+        here = (f"here the same ratio, wavelet interleaved / wavelet rgba float image time, is {ratio:.2f}x"
+                if ratio is not None else "here no such ratio (both wavelet points must verify)")
         results.meta["conclusion"] = (
-            "; ".join(parts + skipped or ["no variant verified"]) + ". Quasar 9.5-9.6: on a GTX "
-            "780M, 1000 runs went from 513 ms to 176 ms (2.9x) with 4-component textures.")
+            "; ".join(parts + skipped or ["no variant verified"]) + ". Quasar 9.5 gives no timing "
+            "for its Gaussian; Quasar 9.6: on a GTX 780M, 1000 runs of the vertical wavelet step "
+            "took 513 ms on global arrays and 176 ms with 4-component texture reads and surface "
+            f"writes (2.9x); {here}.")
 
     @classmethod
     def summary(cls, results: Any) -> Any:
         return table(results, ["variant", "status", "median_ns", "spread_pct", "gbps", "mpix_per_s",
                                "max_abs_error", "error"])
+
+
+def wavelet_ratio(rows: dict[str, Any]) -> float | None:
+    """time(wavelet interleaved) / time(wavelet rgba float image), the document's 513 / 176 ms
+    figure measured here; None unless both verified."""
+    a, b = rows.get("wavelet interleaved"), rows.get("wavelet rgba float image")
+    if not a or not b or a.get("status") != OK or b.get("status") != OK:
+        return None
+    return a["median_ns"] / b["median_ns"]
