@@ -16,10 +16,10 @@ import pytest
 from pyclperf import _core
 from pyclperf.experiments import run
 from pyclperf.experiments.base import run_experiment
-from pyclperf.experiments.p2p import COPY, KERNEL, STAGED, P2P
+from pyclperf.experiments.p2p import COPY, KERNEL, MIGRATE, STAGED, P2P
 from pyclperf.sources import kernel_source
 
-PATHS = {COPY, KERNEL, STAGED}
+PATHS = {COPY, MIGRATE, KERNEL, STAGED}
 
 
 def test_p2p_on_one_device_skips_every_point_with_the_reason(ctx):

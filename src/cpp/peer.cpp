@@ -178,4 +178,17 @@ PeerPair::Times PeerPair::time_kernel_copy(int from, std::size_t local, std::siz
     });
 }
 
+PeerPair::Times PeerPair::time_migrate(int from, int warmup, int repeats) {
+    const int to = 1 - checked(from);
+    auto times = time_each(from, warmup, repeats, [this, from, to] {
+        cl::Event e;
+        queues_[to].enqueueMigrateMemObjects({buffers_[from]}, 0, nullptr, &e);
+        return e;
+    });
+    // What the last migration left on the destination, copied there into its own buffer.
+    queues_[to].enqueueCopyBuffer(buffers_[from], buffers_[to], 0, 0, nbytes_);
+    queues_[to].finish();
+    return times;
+}
+
 }  // namespace pyclperf

@@ -70,6 +70,11 @@ public:
     Times time_copy(int from, int warmup, int repeats);
     Times time_kernel_copy(int from, std::size_t local, std::size_t groups, int warmup,
                            int repeats);
+    // The same start, then clEnqueueMigrateMemObjects of the source itself to the destination
+    // device: the move a runtime makes implicitly, asked for explicitly. The source's bytes are
+    // then read back through the destination's queue into the other side's buffer (untimed), so
+    // read(1 - from) checks what arrived.
+    Times time_migrate(int from, int warmup, int repeats);
 
 private:
     Times time_each(int from, int warmup, int repeats, const std::function<cl::Event()>& copy);

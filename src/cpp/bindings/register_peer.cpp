@@ -69,6 +69,17 @@ void register_peer(py::module_& m) {
             py::arg("source_side"), py::arg("warmup") = 1,
             py::arg("repeats") = 10)
         .def(
+            "time_migrate",
+            [](PeerPair& p, int from, int warmup, int repeats) {
+                PeerPair::Times t;
+                {
+                    py::gil_scoped_release release;
+                    t = p.time_migrate(from, warmup, repeats);
+                }
+                return as_arrays(t);
+            },
+            py::arg("source_side"), py::arg("warmup") = 1, py::arg("repeats") = 10)
+        .def(
             "time_kernel_copy",
             [](PeerPair& p, int from, std::size_t local, std::size_t groups, int warmup,
                int repeats) {

@@ -6,6 +6,8 @@ that landed compared):
 - ``opencl copy``: clEnqueueCopyBuffer on the destination's queue between two buffers of one
   context over both devices (the core's PeerPair), the source rewritten on the source device
   before each repeat so that no replica of it on the destination can serve the copy;
+- ``opencl migrate``: clEnqueueMigrateMemObjects of the source to the destination device: the
+  move a runtime makes implicitly before the two paths above, asked for explicitly;
 - ``opencl kernel``: a grid-stride copy kernel (kernels/p2p.cl) run on the destination device,
   reading the buffer whose contents live on the source device;
 - ``staged through host``: the same bytes read from A into pinned host memory and written to B,
@@ -40,6 +42,7 @@ from .base import Sweep, noise_note
 
 COPY = "opencl copy"
 KERNEL = "opencl kernel"
+MIGRATE = "opencl migrate"
 STAGED = "staged through host"
 CUDA_PEER = "cuda peer"
 POISON = 0xAD
@@ -123,7 +126,7 @@ class P2P(Sweep):
     def points(self) -> list[dict[str, Any]]:
         # Size outermost: the shared context's buffers are sized per point, so each size is
         # allocated once for every path and direction.
-        paths = [COPY, KERNEL, STAGED] + ([CUDA_PEER] if self.cuda is not None else [])
+        paths = [COPY, MIGRATE, KERNEL, STAGED] + ([CUDA_PEER] if self.cuda is not None else [])
         return [{"mode": f"{path} {d}", "path": path, "direction": d, "size_bytes": n}
                 for n in self.sizes for path in paths for d in ("A->B", "B->A")]
 
@@ -156,6 +159,8 @@ class P2P(Sweep):
         pair.fill(1 - src, POISON)
         if path == COPY:
             events, host = pair.time_copy(src, warmup, repeats)
+        elif path == MIGRATE:
+            events, host = pair.time_migrate(src, warmup, repeats)
         else:
             cus = pair.info(1 - src).compute_units
             groups = max(1, min(-(-n // (WORD * KERNEL_LOCAL)), GROUPS_PER_CU * cus))
@@ -235,7 +240,7 @@ class P2P(Sweep):
         for d in ("A->B", "B->A"):
             cuda = best.get((CUDA_PEER, d))
             figures = []
-            for path in (COPY, KERNEL, STAGED):
+            for path in (COPY, MIGRATE, KERNEL, STAGED):
                 r = best.get((path, d))
                 if r is None:
                     continue
