@@ -64,17 +64,23 @@ def reference(pixels: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     """The float64 vertical step of (h, w, 4) pixels: row i holds the low-pass of rows 2 i +
     shift + k (k < taps, wrapping at the bottom), row h / 2 + i the high-pass; and sum |c x|."""
     height = pixels.shape[0]
-    p = pixels.astype(np.float64)
-    out = np.zeros_like(p)
-    mag = np.zeros_like(p)
     half = height // 2
-    for k in range(lo.size):
-        rows = (2 * np.arange(half) + shift + k) % height
-        u = p[rows]
-        out[:half] += float(lo[k]) * u
-        out[half:] += float(hi[k]) * u
-        mag[:half] += abs(float(lo[k])) * np.abs(u)
-        mag[half:] += abs(float(hi[k])) * np.abs(u)
+    out = np.zeros(pixels.shape, np.float64)
+    mag = np.zeros(pixels.shape, np.float64)
+    # A band of output rows at a time: its inputs are gathered and widened per band, so the
+    # intermediates stay small (the whole image in float64 is half a GiB at the GPU's default).
+    band = 32
+    for i0 in range(0, half, band):
+        i = np.arange(i0, min(i0 + band, half))
+        lo_out, hi_out = out[i0:i0 + i.size], out[half + i0:half + i0 + i.size]
+        lo_mag, hi_mag = mag[i0:i0 + i.size], mag[half + i0:half + i0 + i.size]
+        for k in range(lo.size):
+            u = pixels[(2 * i + shift + k) % height].astype(np.float64)
+            a = np.abs(u)
+            lo_out += float(lo[k]) * u
+            hi_out += float(hi[k]) * u
+            lo_mag += abs(float(lo[k])) * a
+            hi_mag += abs(float(hi[k])) * a
     return out, mag
 
 
