@@ -406,6 +406,10 @@ def time_events(kernel: Kernel, global_size: collections.abc.Sequence[typing.Sup
     """
     Warm up, then time `repeats` launches by event profiling: (repeats, 4) uint64 array of queued, submit, start, end in ns.
     """
+def time_durations(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], warmup: typing.SupportsInt | typing.SupportsIndex, repeats: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
+    """
+    Warm up, then time `repeats` launches by event profiling: float64 array of end - start in ns (only those two timestamps are read).
+    """
 def time_host(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], warmup: typing.SupportsInt | typing.SupportsIndex, repeats: typing.SupportsInt | typing.SupportsIndex) -> list[float]:
     """
     Warm up, then time `repeats` launches each by a host steady clock around enqueue and finish: list of ns.

@@ -182,6 +182,8 @@ class _Steps:
         if len(self.steps) == 1:
             kernel, sg, sl = self.steps[0]
             return kernel.time(sg, sl, warmup=warmup, repeats=repeats, method=self.method)
+        for _ in range(warmup):
+            self.run(g, local)
         total = np.zeros(repeats)
         for r in range(repeats):
             total[r] = sum(float(k.time(sg, sl, warmup=0, repeats=1, method=self.method)[0])
