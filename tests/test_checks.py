@@ -42,6 +42,23 @@ def test_ulp_compare():
     assert not compare_ulp(np.array([np.nan], np.float32), np.array([1.0]), 1e9)[0]
 
 
+def test_every_comparison_reports_in_one_wording():
+    """checks.first_mismatch words them all, tune()'s verification included (N-d index there)."""
+    from pyclperf.checks import first_mismatch
+    from pyclperf.engine.verification import mismatch
+
+    got, want = np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)
+    got[1, 2] = 5.0
+    assert mismatch(got, want, 0.0, 0.0) == (
+        f"1 of 6 elements differ; first at {np.unravel_index(5, (2, 3))}: "
+        f"got {np.float32(5.0)!r}, want {np.float32(0.0)!r}")
+    assert mismatch(want, want, 0.0, 0.0) == ""
+    flat = first_mismatch(got != want, got, want, "values", " somehow", lambda i: f" [{i}]")
+    assert flat == f"1 of 6 values differ somehow; first at 5: got {np.float32(5.0)!r}, " \
+                   f"want {np.float32(0.0)!r} [5]"
+    assert compare(got, want, "values")[1] == first_mismatch(got != want, got, want, "values")
+
+
 def test_product_check_and_rounding_bounds(rng):
     a, b = rng.random((8, 16), dtype=np.float32), rng.random((16, 4), dtype=np.float32)
     assert check_product((a @ b).astype(np.float32), a, b) == (True, "")
