@@ -7,7 +7,8 @@ import pytest
 import pyclperf
 from pyclperf.checks import (POISON_U32, check_product, compare, compare_close, compare_ulp,
                              gamma, max_abs_error, outside, ulp32)
-from pyclperf.experiments._kit import DEFAULT_LOCAL_SIZE, check_launch, pick
+from pyclperf.experiments._kit import (DEFAULT_LOCAL_SIZE, check_launch, conclude_variants,
+                                      floats_to_sum, pick, tree_local_size)
 
 
 def test_exact_compare_counts_and_names_the_first():
@@ -150,3 +151,21 @@ __kernel void offset_copy(__global float* out, __global const float* in, const i
     host = exp.verify({"offset": 3})
     assert not host.passed and host.detail.split(";")[0].split(" differ")[0] == \
         check.detail.split(" differ")[0]
+
+
+def test_kit_sizes_and_variant_conclusions(ctx):
+    assert tree_local_size("x", 128) == 128
+    with pytest.raises(pyclperf.InvalidArgumentError,
+                       match="x: work-group size 96 must be a power of two"):
+        tree_local_size("x", 96)
+    with pytest.raises(pyclperf.InvalidArgumentError, match="must be positive"):
+        tree_local_size("x", 0)
+    assert floats_to_sum("x", ctx.info, 1000) == 1000
+    assert floats_to_sum("x", ctx.info, None) == (1 << 26 if ctx.info.is_gpu else 1 << 20)
+    res = pyclperf.Results({}, [{"variant": "a", "status": "ok"},
+                                {"variant": "b", "status": "skipped", "error": "no images"}])
+    conclude_variants(res, ["a 1.0 GB/s"], "Source 1.2: so.")
+    assert res.meta["conclusion"] == "a 1.0 GB/s; b skipped (no images). Source 1.2: so."
+    res.rows = []
+    conclude_variants(res, [], "Source.")
+    assert res.meta["conclusion"] == "no variant verified. Source."

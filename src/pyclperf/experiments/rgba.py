@@ -20,8 +20,9 @@ import numpy as np
 
 from .. import _core
 from ..checks import compare_close, gamma, poison_device
-from ..results import OK, SKIPPED
-from ._kit import FLOAT, check_image_side, no_images_reason, pick, table
+from ..results import OK
+from ._kit import (FLOAT, by_variant, check_image_side, conclude_variants,
+                   no_images_reason, pick)
 from .base import Check, Experiment, Launch, noise_note
 
 VARIANTS = ("interleaved", "planar", "rgba float image", "rgba half image")
@@ -158,18 +159,14 @@ class Rgba(Experiment):
         return Check(passed, detail, {"max_abs_error": float(np.nanmax(err)) if np.isfinite(err).any() else float("nan")})
 
     def finish(self, results: Any) -> None:
-        rows = {r["variant"]: r for r in results.rows}
-        ok = [r for r in results.rows if r.get("status") == OK]
+        rows, ok = by_variant(results)
         base = rows.get("interleaved")
         parts = [f"{r['variant']} {r['mpix_per_s']:.0f} Mpixel/s{noise_note(r)}"
                  + (f" ({base['median_ns'] / r['median_ns']:.2f}x interleaved)"
                     if base and base.get("status") == OK and r is not base else "") for r in ok]
-        skipped = [f"{r['variant']} skipped ({r['error']})" for r in results.rows if r.get("status") == SKIPPED]
-        results.meta["conclusion"] = (
-            "; ".join(parts + skipped or ["no variant verified"]) + ". Quasar 9.5-9.6: on a GTX "
-            "780M, 1000 runs went from 513 ms to 176 ms (2.9x) with 4-component textures.")
+        conclude_variants(results, parts, (
+            "Quasar 9.5-9.6: on a GTX 780M, 1000 runs went from 513 ms to 176 ms (2.9x) with "
+            "4-component textures."))
 
-    @classmethod
-    def summary(cls, results: Any) -> Any:
-        return table(results, ["variant", "status", "median_ns", "spread_pct", "gbps", "mpix_per_s",
-                               "max_abs_error", "error"])
+    summary_columns = ["variant", "status", "median_ns", "spread_pct", "gbps", "mpix_per_s",
+                      "max_abs_error", "error"]
