@@ -47,6 +47,8 @@ Kernel::Kernel(ProgramPtr program, const std::string& name)
             a.type_name = strip(kernel_.getArgInfo<CL_KERNEL_ARG_TYPE_NAME>(i));
             a.address_qualifier =
                 qualifier_name(kernel_.getArgInfo<CL_KERNEL_ARG_ADDRESS_QUALIFIER>(i));
+            a.is_const =
+                (kernel_.getArgInfo<CL_KERNEL_ARG_TYPE_QUALIFIER>(i) & CL_KERNEL_ARG_TYPE_CONST) != 0;
         } catch (const cl::Error&) {
             a.name = "arg" + std::to_string(i);
             a.address_qualifier = "unknown";

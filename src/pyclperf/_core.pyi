@@ -10,7 +10,7 @@ import numpy
 import numpy.typing
 import typing
 import typing_extensions
-__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceMemoryError', 'Image', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'Sampler', 'compose_options', 'error_name', 'list_devices', 'run', 'time_events', 'time_host', 'validate_launch']
+__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceMemoryError', 'Image', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'Sampler', 'compose_options', 'error_name', 'list_devices', 'run', 'time_durations', 'time_events', 'time_host', 'validate_launch']
 class PyclperfError(Exception):
     """
     Base of every error pyclperf raises.
@@ -317,6 +317,9 @@ class ArgInfo:
         ...
     @property
     def address_qualifier(self) -> str:
+        ...
+    @property
+    def is_const(self) -> bool:
         ...
     @property
     def is_image(self) -> bool:
