@@ -98,7 +98,8 @@ def test_other_threads_run_while_a_launch_waits(ctx, prog, call):
         seen.append(time.perf_counter())
         time.sleep(0.001)
     worker.join()
-    assert seen and seen[-1] - seen[0] > 0.02, f"the waiting launch held the GIL ({len(seen)} looks)"
+    assert seen and seen[-1] - seen[0] > 0.02, \
+        f"the waiting launch held the GIL ({len(seen)} looks)"
 
 
 class _Counting:
