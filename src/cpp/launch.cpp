@@ -41,7 +41,10 @@ auto guarded(Kernel& kernel, const NDRange& range, Loop&& loop) {
     for (const auto& p : kernel.pinned_args()) pinned.push_back(p.get());
     SuspendedMappings guard(pinned);
     auto result = loop([&] { return enqueue(kernel, range); });
-    guard.finish();
+    if (!pinned.empty()) {
+        BlockingWait blocking;  // mapping pinned buffers again is a blocking map
+        guard.finish();
+    }
     return result;
 }
 
