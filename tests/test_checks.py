@@ -7,7 +7,8 @@ import pytest
 import pyclperf
 from pyclperf.checks import (POISON_U32, check_product, compare, compare_close, compare_ulp,
                              gamma, max_abs_error, outside, ulp32)
-from pyclperf.experiments._kit import DEFAULT_LOCAL_SIZE, check_launch, pick
+from pyclperf.experiments._kit import (DEFAULT_LOCAL_SIZE, check_launch, conclude_variants,
+                                      floats_to_sum, pick, tree_local_size)
 
 
 def test_exact_compare_counts_and_names_the_first():
@@ -40,6 +41,23 @@ def test_ulp_compare():
     ok, detail = compare_ulp(got, ref, 4.0, "results")
     assert not ok and "1 of 3 results differ by more than 4 ulp; first at 2" in detail
     assert not compare_ulp(np.array([np.nan], np.float32), np.array([1.0]), 1e9)[0]
+
+
+def test_every_comparison_reports_in_one_wording():
+    """checks.first_mismatch words them all, tune()'s verification included (N-d index there)."""
+    from pyclperf.checks import first_mismatch
+    from pyclperf.engine.verification import mismatch
+
+    got, want = np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)
+    got[1, 2] = 5.0
+    assert mismatch(got, want, 0.0, 0.0) == (
+        f"1 of 6 elements differ; first at {np.unravel_index(5, (2, 3))}: "
+        f"got {np.float32(5.0)!r}, want {np.float32(0.0)!r}")
+    assert mismatch(want, want, 0.0, 0.0) == ""
+    flat = first_mismatch(got != want, got, want, "values", " somehow", lambda i: f" [{i}]")
+    assert flat == f"1 of 6 values differ somehow; first at 5: got {np.float32(5.0)!r}, " \
+                   f"want {np.float32(0.0)!r} [5]"
+    assert compare(got, want, "values")[1] == first_mismatch(got != want, got, want, "values")
 
 
 def test_product_check_and_rounding_bounds(rng):
@@ -133,3 +151,21 @@ __kernel void offset_copy(__global float* out, __global const float* in, const i
     host = exp.verify({"offset": 3})
     assert not host.passed and host.detail.split(";")[0].split(" differ")[0] == \
         check.detail.split(" differ")[0]
+
+
+def test_kit_sizes_and_variant_conclusions(ctx):
+    assert tree_local_size("x", 128) == 128
+    with pytest.raises(pyclperf.InvalidArgumentError,
+                       match="x: work-group size 96 must be a power of two"):
+        tree_local_size("x", 96)
+    with pytest.raises(pyclperf.InvalidArgumentError, match="must be positive"):
+        tree_local_size("x", 0)
+    assert floats_to_sum("x", ctx.info, 1000) == 1000
+    assert floats_to_sum("x", ctx.info, None) == (1 << 26 if ctx.info.is_gpu else 1 << 20)
+    res = pyclperf.Results({}, [{"variant": "a", "status": "ok"},
+                                {"variant": "b", "status": "skipped", "error": "no images"}])
+    conclude_variants(res, ["a 1.0 GB/s"], "Source 1.2: so.")
+    assert res.meta["conclusion"] == "a 1.0 GB/s; b skipped (no images). Source 1.2: so."
+    res.rows = []
+    conclude_variants(res, [], "Source.")
+    assert res.meta["conclusion"] == "no variant verified. Source."

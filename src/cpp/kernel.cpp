@@ -47,6 +47,8 @@ Kernel::Kernel(ProgramPtr program, const std::string& name)
             a.type_name = strip(kernel_.getArgInfo<CL_KERNEL_ARG_TYPE_NAME>(i));
             a.address_qualifier =
                 qualifier_name(kernel_.getArgInfo<CL_KERNEL_ARG_ADDRESS_QUALIFIER>(i));
+            a.is_const =
+                (kernel_.getArgInfo<CL_KERNEL_ARG_TYPE_QUALIFIER>(i) & CL_KERNEL_ARG_TYPE_CONST) != 0;
         } catch (const cl::Error&) {
             a.name = "arg" + std::to_string(i);
             a.address_qualifier = "unknown";
@@ -54,6 +56,7 @@ Kernel::Kernel(ProgramPtr program, const std::string& name)
         args_.push_back(a);
     }
     set_.assign(n, false);
+    unset_count_ = n;
     buffers_.assign(n, nullptr);
     images_.assign(n, nullptr);
     samplers_.assign(n, nullptr);
@@ -66,7 +69,16 @@ void Kernel::mark_set(std::size_t index) {
     buffers_[index] = nullptr;
     images_[index] = nullptr;
     samplers_[index] = nullptr;
+    if (!set_[index]) --unset_count_;
     set_[index] = true;
+    any_pinned_ = !pinned_args_scan().empty();
+}
+
+std::vector<PinnedBufferPtr> Kernel::pinned_args_scan() const {
+    std::vector<PinnedBufferPtr> out;
+    for (const auto& b : buffers_)
+        if (auto p = std::dynamic_pointer_cast<PinnedBuffer>(b)) out.push_back(p);
+    return out;
 }
 
 const ArgInfo& Kernel::arg_info(std::size_t index) const {
@@ -118,6 +130,7 @@ void Kernel::set_buffer(std::size_t index, BufferPtr buffer) {
                               ": the buffer belongs to another context");
     kernel_.setArg(static_cast<cl_uint>(index), buffer->handle());
     mark_set(index);
+    any_pinned_ = any_pinned_ || std::dynamic_pointer_cast<PinnedBuffer>(buffer) != nullptr;
     buffers_[index] = std::move(buffer);
 }
 
@@ -184,11 +197,13 @@ void Kernel::set_sampler(std::size_t index, SamplerPtr sampler) {
 }
 
 void Kernel::check_ready() const {
-    std::string unset;
-    for (std::size_t i = 0; i < set_.size(); ++i)
-        if (!set_[i]) unset += (unset.empty() ? "" : ", ") + std::to_string(i) + " ('" + args_[i].name + "')";
-    if (!unset.empty())
+    if (unset_count_ != 0) {
+        std::string unset;
+        for (std::size_t i = 0; i < set_.size(); ++i)
+            if (!set_[i])
+                unset += (unset.empty() ? "" : ", ") + std::to_string(i) + " ('" + args_[i].name + "')";
         throw InvalidArgument("kernel '" + name_ + "' has unset argument(s): " + unset);
+    }
     for (std::size_t i = 0; i < buffers_.size(); ++i)
         if (buffers_[i] && buffers_[i]->released())
             throw ReleasedError(describe_param(name_, i, args_[i]) + " is a released buffer");
@@ -198,10 +213,7 @@ void Kernel::check_ready() const {
 }
 
 std::vector<PinnedBufferPtr> Kernel::pinned_args() const {
-    std::vector<PinnedBufferPtr> out;
-    for (const auto& b : buffers_)
-        if (auto p = std::dynamic_pointer_cast<PinnedBuffer>(b)) out.push_back(p);
-    return out;
+    return any_pinned_ ? pinned_args_scan() : std::vector<PinnedBufferPtr>{};
 }
 
 }  // namespace pyclperf

@@ -20,6 +20,9 @@ struct ArgInfo {
     std::string name;
     std::string type_name;          // "float*", "int", "float4" ...
     std::string address_qualifier;  // "global", "local", "constant", "private"
+    // Declared const (CL_KERNEL_ARG_TYPE_CONST): the kernel cannot write through it, so a
+    // tuner need not upload an unchanged input again (engine/arguments.py).
+    bool is_const = false;
     bool is_pointer() const { return address_qualifier != "private"; }
     // image2d_t parameters are global memory objects but no pointers; sampler_t ones are private.
     bool is_image() const;
@@ -58,10 +61,26 @@ public:
     void set_sampler(std::size_t index, SamplerPtr sampler);
 
     // InvalidArgument naming unset arguments; ReleasedError for a released buffer or image
-    // argument.
+    // argument. Unset arguments are counted as they are set, so a ready kernel costs only the
+    // released-object look (a buffer can be released between two launches).
     void check_ready() const;
-    // Pinned buffers among the arguments (launches unmap them around the kernel).
+    // Pinned buffers among the arguments (launches unmap them around the kernel); empty
+    // without a scan when no argument is one (known when the arguments are set).
     std::vector<PinnedBufferPtr> pinned_args() const;
+
+    // The last NDRange validate() accepted for this kernel. Whether a range is valid depends
+    // only on the kernel's limits and the device's, which never change, so a launch repeated
+    // with the same range (every timed loop, every Kernel.time from Python) validates once.
+    bool range_validated(const std::vector<std::size_t>& global,
+                         const std::vector<std::size_t>& local) const noexcept {
+        return has_valid_range_ && global == valid_global_ && local == valid_local_;
+    }
+    void remember_valid_range(const std::vector<std::size_t>& global,
+                              const std::vector<std::size_t>& local) const {
+        valid_global_ = global;
+        valid_local_ = local;
+        has_valid_range_ = true;
+    }
 
     const cl::Kernel& handle() const noexcept { return kernel_; }
 
@@ -69,6 +88,7 @@ private:
     void check_index(std::size_t index, const char* kind) const;
     // Marks argument `index` set and drops whatever object an earlier value kept alive.
     void mark_set(std::size_t index);
+    std::vector<PinnedBufferPtr> pinned_args_scan() const;
 
     ProgramPtr program_;
     std::string name_;
@@ -78,7 +98,11 @@ private:
     std::vector<BufferPtr> buffers_;  // keeps buffer arguments alive and checkable
     std::vector<ImagePtr> images_;    // the same for image arguments
     std::vector<SamplerPtr> samplers_;
+    std::size_t unset_count_ = 0;  // arguments never set: check_ready's fast path
+    bool any_pinned_ = false;      // some buffer argument is a PinnedBuffer
     mutable std::optional<KernelLimits> limits_;
+    mutable std::vector<std::size_t> valid_global_, valid_local_;
+    mutable bool has_valid_range_ = false;
 };
 
 using KernelPtr = std::shared_ptr<Kernel>;

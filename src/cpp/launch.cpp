@@ -32,13 +32,19 @@ cl::Event enqueue(const Kernel& kernel, const NDRange& range) {
 
 template <class Loop>
 auto guarded(Kernel& kernel, const NDRange& range, Loop&& loop) {
-    validate(kernel, range);
+    if (!kernel.range_validated(range.global, range.local)) {
+        validate(kernel, range);
+        kernel.remember_valid_range(range.global, range.local);
+    }
     kernel.check_ready();
     std::vector<const Buffer*> pinned;
     for (const auto& p : kernel.pinned_args()) pinned.push_back(p.get());
     SuspendedMappings guard(pinned);
     auto result = loop([&] { return enqueue(kernel, range); });
-    guard.finish();
+    if (!pinned.empty()) {
+        BlockingWait blocking;  // mapping pinned buffers again is a blocking map
+        guard.finish();
+    }
     return result;
 }
 
@@ -101,8 +107,24 @@ void validate(const Kernel& kernel, const NDRange& range) {
 
 void run(Kernel& kernel, const NDRange& range) {
     guarded(kernel, range, [&](auto op) {
-        op().wait();
+        const auto event = op();
+        BlockingWait blocking;
+        event.wait();
         return 0;
+    });
+}
+
+std::vector<double> time_kernel_durations(Kernel& kernel, const NDRange& range, int warmup,
+                                          int repeats) {
+    const auto& queue = kernel.context()->queue();
+    return guarded(kernel, range, [&](auto op) {
+        return time_event_durations(
+            queue,
+            [&] {
+                const auto e = op();
+                return EventSpan{e, e};
+            },
+            warmup, repeats);
     });
 }
 

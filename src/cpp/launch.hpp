@@ -22,12 +22,15 @@ struct NDRange {
 // decides at enqueue time.
 void validate(const Kernel& kernel, const NDRange& range);
 
-// Validates, launches once and waits.
+// Validates (once per kernel and range), launches once and waits.
 void run(Kernel& kernel, const NDRange& range);
 
-// Validates once, then the timing loops of timing.hpp over launches of this kernel.
+// Validates (once per kernel and range: Kernel::range_validated), then the timing loops of timing.hpp over launches of this kernel.
 std::vector<EventTimes> time_kernel_events(Kernel& kernel, const NDRange& range, int warmup,
                                            int repeats);
+// end - start of each timed launch in ns (time_event_durations: two timestamps read, not four).
+std::vector<double> time_kernel_durations(Kernel& kernel, const NDRange& range, int warmup,
+                                          int repeats);
 std::vector<double> time_kernel_host(Kernel& kernel, const NDRange& range, int warmup,
                                      int repeats);
 

@@ -9,6 +9,29 @@ namespace pyclperf {
 
 namespace {
 
+BlockingWait::Enter wait_enter = nullptr;
+BlockingWait::Leave wait_leave = nullptr;
+
+}  // namespace
+
+void BlockingWait::install(Enter enter, Leave leave) noexcept {
+    wait_enter = enter;
+    wait_leave = leave;
+}
+
+BlockingWait::BlockingWait() : token_(wait_enter ? wait_enter() : nullptr) {}
+
+BlockingWait::~BlockingWait() {
+    if (wait_leave) wait_leave(token_);
+}
+
+namespace {
+
+void finish(const cl::CommandQueue& queue) {
+    BlockingWait blocking;
+    queue.finish();
+}
+
 void check_counts(int warmup, int repeats) {
     if (warmup < 0) throw InvalidArgument("warmup must be >= 0, got " + std::to_string(warmup));
     if (repeats < 1) throw InvalidArgument("repeats must be >= 1, got " + std::to_string(repeats));
@@ -18,7 +41,7 @@ template <class Op>
 void warm_up(const cl::CommandQueue& queue, const Op& op, int warmup) {
     if (warmup == 0) return;  // nothing queued: a clFinish would only cost a driver call
     for (int i = 0; i < warmup; ++i) op();
-    queue.finish();
+    finish(queue);
 }
 
 // A failed command reports a negative status; its timestamps would be meaningless.
@@ -38,22 +61,52 @@ EventTimes event_times(const cl::Event& e) {
     return t;
 }
 
-std::vector<EventTimes> time_event_spans(const cl::CommandQueue& queue, const EnqueueSpan& op,
-                                         int warmup, int repeats) {
+namespace {
+
+// Warm-ups, then `repeats` operations back to back and one wait; each completed or ClError.
+std::vector<EventSpan> run_spans(const cl::CommandQueue& queue, const EnqueueSpan& op,
+                                 int warmup, int repeats) {
     check_counts(warmup, repeats);
     warm_up(queue, op, warmup);
     std::vector<EventSpan> spans;
     spans.reserve(static_cast<std::size_t>(repeats));
     for (int i = 0; i < repeats; ++i) spans.push_back(op());
-    queue.finish();
-    std::vector<EventTimes> out;
-    out.reserve(spans.size());
+    finish(queue);
     for (const auto& s : spans) {
         check_completed(s.first);
         if (s.last() != s.first()) check_completed(s.last);
+    }
+    return spans;
+}
+
+}  // namespace
+
+std::vector<EventTimes> time_event_spans(const cl::CommandQueue& queue, const EnqueueSpan& op,
+                                         int warmup, int repeats) {
+    const auto spans = run_spans(queue, op, warmup, repeats);
+    std::vector<EventTimes> out;
+    out.reserve(spans.size());
+    for (const auto& s : spans) {
         auto t = event_times(s.first);
         t.end = s.last.getProfilingInfo<CL_PROFILING_COMMAND_END>();
         out.push_back(t);
+    }
+    return out;
+}
+
+std::vector<double> time_event_durations(const cl::CommandQueue& queue, const EnqueueSpan& op,
+                                         int warmup, int repeats) {
+    const auto spans = run_spans(queue, op, warmup, repeats);
+    std::vector<double> out;
+    out.reserve(spans.size());
+    for (const auto& s : spans) {
+        const auto start = s.first.getProfilingInfo<CL_PROFILING_COMMAND_START>();
+        const auto end = s.last.getProfilingInfo<CL_PROFILING_COMMAND_END>();
+        // Timestamps of one command queue share a clock, so end < start means a broken driver.
+        if (end < start)
+            throw ClError("clGetEventProfilingInfo", CL_PROFILING_INFO_NOT_AVAILABLE,
+                          "an operation ended before it started");
+        out.push_back(static_cast<double>(end - start));
     }
     return out;
 }
@@ -73,31 +126,21 @@ std::vector<double> time_durations(const cl::CommandQueue& queue, const EnqueueS
                                    Clock clock, int warmup, int repeats) {
     if (clock == Clock::Host)
         return time_host(queue, [&] { return op().last; }, warmup, repeats);
-    const auto times = time_event_spans(queue, op, warmup, repeats);
-    std::vector<double> out;
-    out.reserve(times.size());
-    for (const auto& t : times) {
-        // Timestamps of one command queue share a clock, so end < start means a broken driver.
-        if (t.end < t.start)
-            throw ClError("clGetEventProfilingInfo", CL_PROFILING_INFO_NOT_AVAILABLE,
-                          "an operation ended before it started");
-        out.push_back(static_cast<double>(t.end - t.start));
-    }
-    return out;
+    return time_event_durations(queue, op, warmup, repeats);
 }
 
 std::vector<double> time_host(const cl::CommandQueue& queue, const Enqueue& op, int warmup,
                               int repeats) {
     check_counts(warmup, repeats);
     warm_up(queue, op, warmup);
-    queue.finish();  // the host clock must not see work queued before the first timed launch
+    finish(queue);  // the host clock must not see work queued before the first timed launch
     using clock = std::chrono::steady_clock;
     std::vector<double> out;
     out.reserve(static_cast<std::size_t>(repeats));
     for (int i = 0; i < repeats; ++i) {
         const auto t0 = clock::now();
         op();
-        queue.finish();
+        finish(queue);
         const auto t1 = clock::now();
         out.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
     }

@@ -31,6 +31,25 @@ struct EventSpan {
 };
 using EnqueueSpan = std::function<EventSpan()>;
 
+// Every blocking wait of a launch or timing loop (clFinish, clWaitForEvents) runs inside one.
+// The Python bindings install hooks that give up the GIL here when the calling thread holds it,
+// so the core stays free of Python and a launch holds the GIL everywhere but where it blocks
+// (releasing it around a whole call costs a release and a re-acquire of its own, and other
+// threads gain nothing while the host is busy enqueueing).
+class BlockingWait {
+public:
+    using Enter = void* (*)();
+    using Leave = void (*)(void*);
+    static void install(Enter enter, Leave leave) noexcept;
+    BlockingWait();
+    ~BlockingWait();
+    BlockingWait(const BlockingWait&) = delete;
+    BlockingWait& operator=(const BlockingWait&) = delete;
+
+private:
+    void* token_ = nullptr;
+};
+
 // Which clock a timing loop reads.
 enum class Clock { Events, Host };
 
@@ -42,6 +61,12 @@ std::vector<EventTimes> time_events(const cl::CommandQueue& queue, const Enqueue
 // time_events for operations of several commands: queued, submit and start come from each
 // operation's first event, end from its last.
 std::vector<EventTimes> time_event_spans(const cl::CommandQueue& queue, const EnqueueSpan& op,
+                                         int warmup, int repeats);
+
+// time_event_spans reduced to each operation's end - start (ns), reading only those two
+// timestamps: what Kernel.time and the experiments use, so queued and submit (two more driver
+// queries per launch) are read only where asked for.
+std::vector<double> time_event_durations(const cl::CommandQueue& queue, const EnqueueSpan& op,
                                          int warmup, int repeats);
 
 // Per-operation durations in ns by either clock: end - start of the event span, or time_host.

@@ -10,7 +10,7 @@ import numpy
 import numpy.typing
 import typing
 import typing_extensions
-__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceMemoryError', 'Image', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PeerPair', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'Sampler', 'compose_options', 'error_name', 'list_devices', 'run', 'time_events', 'time_host', 'validate_launch']
+__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceMemoryError', 'Image', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PeerPair', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'Sampler', 'compose_options', 'error_name', 'list_devices', 'run', 'time_durations', 'time_events', 'time_host', 'validate_launch']
 class PyclperfError(Exception):
     """
     Base of every error pyclperf raises.
@@ -349,6 +349,9 @@ class ArgInfo:
     def address_qualifier(self) -> str:
         ...
     @property
+    def is_const(self) -> bool:
+        ...
+    @property
     def is_image(self) -> bool:
         ...
     @property
@@ -435,6 +438,10 @@ def run(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt
 def time_events(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], warmup: typing.SupportsInt | typing.SupportsIndex, repeats: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.uint64]:
     """
     Warm up, then time `repeats` launches by event profiling: (repeats, 4) uint64 array of queued, submit, start, end in ns.
+    """
+def time_durations(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], warmup: typing.SupportsInt | typing.SupportsIndex, repeats: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
+    """
+    Warm up, then time `repeats` launches by event profiling: float64 array of end - start in ns (only those two timestamps are read).
     """
 def time_host(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], warmup: typing.SupportsInt | typing.SupportsIndex, repeats: typing.SupportsInt | typing.SupportsIndex) -> list[float]:
     """

@@ -39,16 +39,46 @@ def poison_device(buffer: Any) -> None:
     buffer.fill(np.array([POISON_U32]))
 
 
+# --- the one wording of a failed comparison ---------------------------------------------------
+# Every check (compare, compare_close, compare_ulp, the device compare, tune()'s verification)
+# reports through these two, so a row's error reads the same whichever found it, and tests and
+# users can rely on "N of M <what> differ...; first at I: got G, want W".
+
+def mismatch_report(count: int, total: int, what: str, where: Any, got: Any, want: Any,
+                    how: str = "", note: str = "") -> str:
+    """"<count> of <total> <what> differ<how>; first at <where>: got <got>, want <want><note>"."""
+    return (f"{count} of {total} {what} differ{how}; first at {where}: "
+            f"got {got!r}, want {want!r}{note}")
+
+
+def first_mismatch(bad: np.ndarray, got: np.ndarray, want: Any, what: str, how: str = "",
+                   note: Any = None, unravel: bool = False) -> str:
+    """mismatch_report for the elements the mask ``bad`` marks ("" when it marks none);
+    ``note(i)`` adds a suffix about the first, flat index i; ``unravel`` names it by its
+    N-d index."""
+    wrong = np.flatnonzero(np.asarray(bad).reshape(-1))
+    if wrong.size == 0:
+        return ""
+    first = int(wrong[0])
+    where = np.unravel_index(first, got.shape) if unravel and got.ndim > 1 else first
+    return mismatch_report(wrong.size, got.size, what, where, got.reshape(-1)[first],
+                           np.asarray(want).reshape(-1)[first], how, note(first) if note else "")
+
+
+def shape_mismatch(got: Any, want: Any, what: str) -> str:
+    """"" when the shapes agree, else the sentence saying they do not."""
+    if np.shape(got) == np.shape(want):
+        return ""
+    return f"{what}: shape {np.shape(got)} differs from the expected {np.shape(want)}"
+
+
 def compare(got: np.ndarray, want: np.ndarray, what: str = "bytes") -> tuple[bool, str]:
     """(True, "") when equal; else (False, how many elements differ and the first of them)."""
     if got.shape != want.shape:
-        return False, f"{what}: shape {got.shape} differs from the expected {want.shape}"
+        return False, shape_mismatch(got, want, what)
     if np.array_equal(got, want):
         return True, ""
-    wrong = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
-    first = int(wrong[0])
-    return False, (f"{wrong.size} of {got.size} {what} differ; first at {first}: "
-                   f"got {got.reshape(-1)[first]!r}, want {want.reshape(-1)[first]!r}")
+    return False, first_mismatch(got.reshape(-1) != want.reshape(-1), got, want, what)
 
 
 def outside(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, rtol: Any = 0.0) -> np.ndarray:
@@ -67,7 +97,7 @@ def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str 
     fails. The detail says how many elements differ, the first of them and its tolerance."""
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape:
-        return False, f"{what}: shape {got.shape} differs from the expected {want.shape}"
+        return False, shape_mismatch(got, want, what)
     want64 = want.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         err = np.abs(got.astype(np.float64) - want64)
@@ -76,11 +106,8 @@ def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str 
         bad = ~(err <= tol)  # NaN compares False: counted as wrong
     if not bad.any():
         return True, ""
-    wrong = np.flatnonzero(bad.reshape(-1))
-    first = int(wrong[0])
-    return False, (f"{wrong.size} of {got.size} {what} differ by more than the tolerance; first at "
-                   f"{first}: got {got.reshape(-1)[first]!r}, want {want.reshape(-1)[first]!r} "
-                   f"(tolerance {tol.reshape(-1)[first]:.3g})")
+    return False, first_mismatch(bad, got, want, what, " by more than the tolerance",
+                                 lambda i: f" (tolerance {tol.reshape(-1)[i]:.3g})")
 
 
 def max_abs_error(got: np.ndarray, want: np.ndarray) -> float:
@@ -128,16 +155,13 @@ def compare_ulp(got: np.ndarray, ref: np.ndarray, max_ulp: float,
     never passes. The detail says how many differ and the first."""
     got = np.asarray(got)
     if got.shape != np.shape(ref):
-        return False, f"{what}: shape {got.shape} differs from the expected {np.shape(ref)}"
+        return False, shape_mismatch(got, ref, what)
     ulps = ulp_error(got, np.asarray(ref, dtype=np.float64))
     bad = ~(ulps <= max_ulp)
     if not bad.any():
         return True, ""
-    wrong = np.flatnonzero(bad.reshape(-1))
-    first = int(wrong[0])
-    return False, (f"{wrong.size} of {got.size} {what} differ by more than {max_ulp:g} ulp; first "
-                   f"at {first}: got {got.reshape(-1)[first]!r}, want "
-                   f"{np.asarray(ref).reshape(-1)[first]!r} ({ulps.reshape(-1)[first]:.3g} ulp)")
+    return False, first_mismatch(bad, got, ref, what, f" by more than {max_ulp:g} ulp",
+                                 lambda i: f" ({ulps.reshape(-1)[i]:.3g} ulp)")
 
 
 def landed(out: np.ndarray, data: np.ndarray) -> tuple[bool, str]:
@@ -262,5 +286,5 @@ class DeviceCheck:
         touched = start <= first < stop and (first - start) % step == 0
         want = random_words(seed, 1, first)[0] if touched else POISON_U32
         others = sorted(int(v) for v in result[2:2 + min(count, FIRST_MISMATCHES)])
-        return False, (f"{count} of {n} {what} differ (device-side compare); first at {first}: "
-                       f"got {got[0]!r}, want {want!r}; found at {others}")
+        return False, mismatch_report(count, n, what, first, got[0], want,
+                                      " (device-side compare)", f"; found at {others}")

@@ -63,6 +63,13 @@ class PeakBandwidth:
         return asdict(self)
 
 
+# (vendor, platform, device name) -> (the pynvml module asked, its readings). Maximum clocks, bus
+# width and link are fixed properties of a board, and nvmlInit + nvmlShutdown cost tens of ms
+# per call on a multi-GPU host: pyclperf.run asks once per experiment. The module is kept and
+# compared by identity, so a different pynvml (a test's stand-in) is asked afresh.
+_NVML_CACHE: dict[tuple[str, str, str], tuple[Any, dict[str, Any]]] = {}
+
+
 def nvml_readings(info: Any) -> dict[str, Any] | str:
     """Memory clock, bus width and PCIe link of the NVML device named like ``info``; or a
     sentence saying why there are none."""
@@ -72,6 +79,17 @@ def nvml_readings(info: Any) -> dict[str, Any] | str:
         return "NVML is not available (pynvml is not installed)"
     if "NVIDIA" not in f"{info.vendor} {info.platform_name}".upper():
         return f"'{info.name}' is not an NVIDIA device, so NVML cannot describe it"
+    key = (str(info.vendor), str(info.platform_name), str(info.name))
+    cached = _NVML_CACHE.get(key)
+    if cached is not None and cached[0] is pynvml:
+        return dict(cached[1])
+    readings = _ask_nvml(pynvml, info)
+    if isinstance(readings, dict):  # a failure (a sentence) is asked again next time
+        _NVML_CACHE[key] = (pynvml, dict(readings))
+    return readings
+
+
+def _ask_nvml(pynvml: Any, info: Any) -> dict[str, Any] | str:
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:

@@ -8,6 +8,7 @@ results file as they finish, so Ctrl-C (or a crash) keeps every finished point.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import platform
 import sys
@@ -35,6 +36,13 @@ def timing_label(method: str) -> str:
 
 
 def package_versions() -> dict[str, str]:
+    return dict(_package_versions())
+
+
+# importlib.metadata parses each package's METADATA file: about 45 ms per results file on a
+# slow host, every run, for figures that cannot change while the process lives.
+@functools.lru_cache(maxsize=1)
+def _package_versions() -> dict[str, str]:
     from importlib import metadata
 
     out = {"python": platform.python_version(), "numpy": np.__version__}

@@ -15,6 +15,7 @@ void register_kernel(py::module_& m) {
         .def_readonly("name", &ArgInfo::name)
         .def_readonly("type_name", &ArgInfo::type_name)
         .def_readonly("address_qualifier", &ArgInfo::address_qualifier)
+        .def_readonly("is_const", &ArgInfo::is_const)
         .def_property_readonly("is_pointer", &ArgInfo::is_pointer)
         .def_property_readonly("is_image", &ArgInfo::is_image)
         .def_property_readonly("is_sampler", &ArgInfo::is_sampler)

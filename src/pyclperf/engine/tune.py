@@ -86,7 +86,7 @@ def _harness_check(job: Job, configs: list[Config]) -> None:
         return
     first = configs[0]
     try:
-        values = job.resolve_args(first)
+        values = job.resolve_args(first, keep=True)  # the sweep's first measure reuses them
         names = [f"arg{i}" for i in range(len(values))]
     except Exception:  # noqa: BLE001 - a failing argument callable is that config's status
         return
@@ -200,6 +200,7 @@ def tune(
 
         fleet = Fleet.open(devices, client, isolate, ctx)
         ctx = fleet.view
+        job.forget_args()
     try:
         return _sweep(job, ctx, space, restrictions, configs, failed, fleet, kernel_name,
                       problem_size, warmup, min_time, strategy, strategy_options, max_fevals,

@@ -9,6 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..checks import first_mismatch
 from .arguments import is_poison
 
 Config = dict[str, Any]
@@ -112,14 +113,7 @@ def mismatch(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str
     """Empty when ``got`` matches ``want``; else how many elements differ and the first."""
     if np.array_equal(got, want):  # the common case, at memory speed (NaN is never equal)
         return ""
-    bad = _bad(got, want, rtol, atol)
-    if not bad.any():
-        return ""
-    idx = np.flatnonzero(bad.ravel())
-    first = int(idx[0])
-    where = np.unravel_index(first, got.shape) if got.ndim > 1 else first
-    return (f"{idx.size} of {got.size} elements differ; first at {where}: "
-            f"got {got.ravel()[first]!r}, want {want.ravel()[first]!r}")
+    return first_mismatch(_bad(got, want, rtol, atol), got, want, "elements", unravel=True)
 
 
 def _poison_hint(got: np.ndarray, want: np.ndarray, name: str, poisoned: bool,

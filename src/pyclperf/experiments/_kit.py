@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _core
 from ..checks import POISON_U32, compare, poison_device
+from ..results import OK, SKIPPED
 
 # The work-group size every experiment that takes one starts from (the CLI's --local-size).
 DEFAULT_LOCAL_SIZE = 256
@@ -61,6 +62,23 @@ def positive(experiment: str, name: str, value: Any) -> int:
     return v
 
 
+def tree_local_size(experiment: str, local_size: Any) -> int:
+    """A work-group size for a halving tree in local memory (reduction, shuffle, gridsync): a
+    positive power of two, else InvalidArgumentError."""
+    n = positive(experiment, "work-group size", local_size)
+    if n & (n - 1):
+        raise _core.InvalidArgumentError(
+            f"{experiment}: work-group size {n} must be a power of two (a halving tree)")
+    return n
+
+
+def floats_to_sum(experiment: str, info: Any, items: Any) -> int:
+    """How many floats a sum experiment adds up: ``items``, or 64 Mi on a GPU (far past its
+    caches) and 1 Mi on a CPU device; positive, else InvalidArgumentError."""
+    return positive(experiment, "floats", items if items is not None
+                    else (1 << 26 if info.is_gpu else 1 << 20))
+
+
 def whole_groups(experiment: str, items: Any, sizes: Any) -> int:
     """``items`` as an int, refused unless it is a positive multiple of every work-group size in
     ``sizes`` (one or several): each experiment's size knob must fill whole work-groups. (Whether
@@ -90,6 +108,21 @@ def default_groups(info: Any, work_items_wanted: int, local_size: int, per_unit:
     """Work-groups for a grid-stride kernel: enough to fill every compute unit several times
     over (``per_unit`` groups each), never more than the input gives one work-item each."""
     return max(1, min(-(-work_items_wanted // local_size), per_unit * info.compute_units))
+
+
+def by_variant(results: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A variant experiment's rows by variant name, and those that verified (status OK)."""
+    return ({r["variant"]: r for r in results.rows},
+            [r for r in results.rows if r.get("status") == OK])
+
+
+def conclude_variants(results: Any, parts: list[str], source: str) -> None:
+    """``meta["conclusion"]``: the verified variants' ``parts``, then each skipped one and why
+    ("no variant verified" where there is neither), then what the ``source`` documents say."""
+    skipped = [f"{r['variant']} skipped ({r['error']})" for r in results.rows
+               if r.get("status") == SKIPPED]
+    verdicts = "; ".join(parts + skipped or ["no variant verified"])
+    results.meta["conclusion"] = f"{verdicts}. {source}"
 
 
 def table(results: Any, columns: Sequence[str]) -> Any:

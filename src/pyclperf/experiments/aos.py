@@ -18,7 +18,7 @@ from .. import _core
 from ..checks import POISON_U32, compare_close, max_abs_error, poison_device
 from ..program import ceil_to
 from ..results import OK
-from ._kit import DEFAULT_LOCAL_SIZE, EPS32, pick, positive, table
+from ._kit import DEFAULT_LOCAL_SIZE, EPS32, pick, positive
 from .base import Check, Experiment, Launch, noise_note
 
 FIELDS = 6  # x, y, z, vx, vy, vz
@@ -202,7 +202,5 @@ class StructLayout(Experiment):
             ". Tradeoffs (G80): SoA beats plain AoS (coalesced), aligned structs read in 64/128-bit"
             " pieces cut memory operations, SoAoS keeps wide reads contiguous")
 
-    @classmethod
-    def summary(cls, results: Any) -> Any:
-        return table(results, ["layout", "status", "stored_bytes", "median_ns", "spread_pct",
-                               "gbps", "fraction_of_peak", "speedup_vs_aos", "max_abs_error"])
+    summary_columns = ["layout", "status", "stored_bytes", "median_ns", "spread_pct",
+                      "gbps", "fraction_of_peak", "speedup_vs_aos", "max_abs_error"]

@@ -33,7 +33,7 @@ from ..peak import PeakBandwidth, theoretical
 from ..results import OK, SKIPPED, Results
 from ..stats import NOISY_SPREAD_PCT
 from ..sweep import TIMING_METHODS, base_meta, classify, run_points, timed_row, verdict
-from ._kit import DEFAULT_LOCAL_SIZE, check_launch
+from ._kit import DEFAULT_LOCAL_SIZE, check_launch, table
 
 # Adaptive timing: launches continue until their kernel time adds up to this (seconds), so a
 # fast kernel on a CPU device (or a noisy GPU) still gets enough launches for a stable median;
@@ -119,10 +119,13 @@ class Sweep(ABC):
     def finish(self, results: Results) -> None:
         """Add conclusions drawn from all rows to ``results.meta`` (default: none)."""
 
+    # The columns of the short table ``summary`` prints (those the results have, in order).
+    summary_columns: Sequence[str] = ()
+
     @classmethod
     def summary(cls, results: Results) -> Any:
         """A short table (DataFrame) to print instead of the rows; None to print the rows."""
-        return None
+        return table(results, cls.summary_columns) if cls.summary_columns else None
 
 
 @dataclass
@@ -182,6 +185,8 @@ class _Steps:
         if len(self.steps) == 1:
             kernel, sg, sl = self.steps[0]
             return kernel.time(sg, sl, warmup=warmup, repeats=repeats, method=self.method)
+        for _ in range(warmup):
+            self.run(g, local)
         total = np.zeros(repeats)
         for r in range(repeats):
             total[r] = sum(float(k.time(sg, sl, warmup=0, repeats=1, method=self.method)[0])

@@ -18,7 +18,7 @@ from ..checks import compare_close, max_abs_error, poison_device
 from ..program import ceil_to
 from ..results import OK
 from ._kit import (DEFAULT_LOCAL_SIZE, EPS32, FLOAT, check_image_side, image_bytes, no_images_reason,
-                   pick, positive, table)
+                   pick, positive)
 from .base import Check, Experiment, Launch
 
 
@@ -185,7 +185,5 @@ class ConstantMemory(Experiment):
             ". Quasar's GTX 980 (2048^2, 100 runs): global 513 ms, constant 132, f texture 169, "
             "x,f read-only 95")
 
-    @classmethod
-    def summary(cls, results: Any) -> Any:
-        return table(results, ["variant", "status", "median_ns", "spread_pct", "gbps",
-                               "speedup_vs_global", "quasar_speedup", "max_abs_error"])
+    summary_columns = ["variant", "status", "median_ns", "spread_pct", "gbps",
+                      "speedup_vs_global", "quasar_speedup", "max_abs_error"]

@@ -31,7 +31,8 @@ from .. import _core
 from ..checks import compare_close, gamma, poison_device
 from ..limits import estimate
 from ..results import OK, WRONG
-from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, pick, positive, table
+from ._kit import (DEFAULT_LOCAL_SIZE, FLOAT, by_variant, floats_to_sum, pick, positive,
+                   tree_local_size)
 from .base import Check, Experiment, Launch, noise_note
 
 VARIANTS = ("two_pass", "last_group", "persistent", "no_fence")
@@ -64,13 +65,9 @@ class GridSync(Experiment):
                  trials: int | None = None) -> None:
         super().__init__(ctx)
         info = ctx.info
-        self.local_size = positive(self.id, "work-group size", local_size)
-        if self.local_size & (self.local_size - 1):
-            raise _core.InvalidArgumentError(
-                f"{self.id}: work-group size {self.local_size} must be a power of two (a halving tree)")
+        self.local_size = tree_local_size(self.id, local_size)
         self.variants = pick(self.id, VARIANTS, variants, "variants")
-        self.items = positive(self.id, "floats", items if items is not None
-                              else (1 << 26 if info.is_gpu else 1 << 20))
+        self.items = floats_to_sum(self.id, info, items)
         if self.items > 2**31 or self.items * FLOAT > info.max_alloc_bytes:
             raise _core.InvalidArgumentError(
                 f"{self.id}: {self.items} floats exceed 2^31 or the largest allocation")
@@ -146,8 +143,7 @@ class GridSync(Experiment):
                                       "rel_error": float(finite.max()) / want if finite.size else float("nan")})
 
     def finish(self, results: Any) -> None:
-        rows = {r["variant"]: r for r in results.rows}
-        ok = [r for r in results.rows if r.get("status") == OK]
+        rows, ok = by_variant(results)
         parts = []
         two = rows.get("two_pass")
         for r in ok:
@@ -172,8 +168,6 @@ class GridSync(Experiment):
             "that waits on itself must be no larger than what can be resident (opt_block_cnt), and "
             "memory fences keep a global store from being seen after what follows it.")
 
-    @classmethod
-    def summary(cls, results: Any) -> Any:
-        return table(results, ["variant", "status", "groups", "launches", "median_ns", "spread_pct",
-                               "gbps", "fraction_of_peak", "wrong_trials", "trials", "rel_error",
-                               "rel_bound"])
+    summary_columns = ["variant", "status", "groups", "launches", "median_ns", "spread_pct",
+                      "gbps", "fraction_of_peak", "wrong_trials", "trials", "rel_error",
+                      "rel_bound"]

@@ -22,8 +22,9 @@ import numpy as np
 
 from .. import _core
 from ..checks import compare, poison_device
-from ..results import OK, SKIPPED
-from ._kit import FLOAT, check_image_side, image_bytes, no_images_reason, pick, table
+from ..results import OK
+from ._kit import (FLOAT, by_variant, check_image_side, conclude_variants,
+                   image_bytes, no_images_reason, pick)
 from .base import Check, Experiment, Launch, noise_note
 
 VARIANTS = ("global", "float image", "half image")
@@ -147,8 +148,7 @@ class HalfTexture(Experiment):
         return Check(passed, detail, columns)
 
     def finish(self, results: Any) -> None:
-        rows = {r["variant"]: r for r in results.rows}
-        ok = [r for r in results.rows if r.get("status") == OK]
+        rows, ok = by_variant(results)
         base = rows.get("float image")
         parts = [f"{r['variant']} {r['gbps']:.1f} GB/s, {r['gtexels_per_s']:.2f} Gtexel/s{noise_note(r)}, "
                  f"max relative error {r['max_rel_error']:.2g}" for r in ok]
@@ -156,13 +156,10 @@ class HalfTexture(Experiment):
         if half and half.get("status") == OK and base and base.get("status") == OK:
             parts.append(f"half image at {half['gtexels_per_s'] / base['gtexels_per_s']:.2f}x the float "
                          "image's texel rate")
-        skipped = [f"{r['variant']} skipped ({r['error']})" for r in results.rows if r.get("status") == SKIPPED]
-        results.meta["conclusion"] = (
-            "; ".join(parts + skipped or ["no variant verified"]) + ". Quasar 9.4: 16-bit float "
-            "textures take half the memory bandwidth of 32-bit ones, at a precision of about 2^-10, "
-            "a largest value of 65504, and whole numbers exact only up to 2048.")
+        conclude_variants(results, parts, (
+            "Quasar 9.4: 16-bit float textures take half the memory bandwidth of 32-bit ones, at a "
+            "precision of about 2^-10, a largest value of 65504, and whole numbers exact only up "
+            "to 2048."))
 
-    @classmethod
-    def summary(cls, results: Any) -> Any:
-        return table(results, ["variant", "status", "texel_bytes", "median_ns", "spread_pct", "gbps",
-                               "gtexels_per_s", "max_rel_error", "rel_bound", "error"])
+    summary_columns = ["variant", "status", "texel_bytes", "median_ns", "spread_pct", "gbps",
+                      "gtexels_per_s", "max_rel_error", "rel_bound", "error"]

@@ -26,7 +26,7 @@ from .. import _core
 from ..checks import compare
 from ..limits import warp_size
 from ..results import OK
-from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, positive, round_trip, table
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, positive, round_trip
 from .base import Check, Experiment, Launch, noise_note
 
 ACCUMULATORS = (1, 2, 4, 8)
@@ -133,7 +133,5 @@ class Ilp(Experiment):
             "per multiprocessor hide that completely, so independent chains should pay at low "
             "occupancy and not at full.")
 
-    @classmethod
-    def summary(cls, results: Any) -> Any:
-        return table(results, ["occupancy", "acc", "items", "status", "median_ns", "spread_pct",
-                               "gflops"])
+    summary_columns = ["occupancy", "acc", "items", "status", "median_ns", "spread_pct",
+                      "gflops"]

@@ -34,7 +34,7 @@ import numpy as np
 from .. import _core
 from ..checks import compare_close, gamma, poison_device
 from ..results import OK, SKIPPED
-from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, default_groups, pick, positive
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, default_groups, pick, tree_local_size
 from .base import Check, Experiment, Launch, noise_note
 
 VARIANTS = ("tree", "subgroup", "atomic")
@@ -88,10 +88,7 @@ class Reduction(Experiment):
                  groups: int | None = None, variants: Sequence[str] = VARIANTS) -> None:
         super().__init__(ctx)
         info = ctx.info
-        self.local_size = positive(self.id, "work-group size", local_size)
-        if self.local_size & (self.local_size - 1):
-            raise _core.InvalidArgumentError(
-                f"{self.id}: work-group size {self.local_size} must be a power of two (a halving tree)")
+        self.local_size = tree_local_size(self.id, local_size)
         self.variants = pick(self.id, VARIANTS, variants, "variants")
         if items is None:
             # 512 MiB of floats on a GPU (far past its caches), 4 MiB on a CPU device.

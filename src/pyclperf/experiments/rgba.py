@@ -29,7 +29,7 @@ import numpy as np
 from .. import _core
 from ..checks import compare_close, gamma, poison_device
 from ..results import OK, SKIPPED
-from ._kit import FLOAT, check_image_side, no_images_reason, pick, table
+from ._kit import FLOAT, check_image_side, no_images_reason, pick
 from . import _wavelet
 from .base import Check, Experiment, Launch, noise_note
 
@@ -204,10 +204,8 @@ class Rgba(Experiment):
             "took 513 ms on global arrays and 176 ms with 4-component texture reads and surface "
             f"writes (2.9x); {here}.")
 
-    @classmethod
-    def summary(cls, results: Any) -> Any:
-        return table(results, ["variant", "status", "median_ns", "spread_pct", "gbps", "mpix_per_s",
-                               "max_abs_error", "error"])
+    summary_columns = ["variant", "status", "median_ns", "spread_pct", "gbps", "mpix_per_s",
+                       "max_abs_error", "error"]
 
 
 def wavelet_ratio(rows: dict[str, Any]) -> float | None:

@@ -32,7 +32,7 @@ import numpy as np
 from .. import _core
 from ..checks import compare_close, gamma, poison_device
 from ..results import OK, SKIPPED
-from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, pick, positive, table
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, floats_to_sum, pick, tree_local_size
 from .base import Check, Experiment, Launch, noise_note
 
 # variant -> the defines to try, in order (shuffle: the Khronos extension, then Intel's).
@@ -68,13 +68,9 @@ class Shuffle(Experiment):
                  variants: Sequence[str] | None = None) -> None:
         super().__init__(ctx)
         info = ctx.info
-        self.local_size = positive(self.id, "work-group size", local_size)
-        if self.local_size & (self.local_size - 1):
-            raise _core.InvalidArgumentError(
-                f"{self.id}: work-group size {self.local_size} must be a power of two (a halving tree)")
+        self.local_size = tree_local_size(self.id, local_size)
         self.variants = pick(self.id, list(VARIANTS), variants, "variants")
-        self.items = positive(self.id, "floats", items if items is not None
-                              else (1 << 26 if info.is_gpu else 1 << 20))
+        self.items = floats_to_sum(self.id, info, items)
         if self.items % self.local_size or self.items * FLOAT > info.max_alloc_bytes:
             raise _core.InvalidArgumentError(
                 f"{self.id}: {self.items} floats must be a multiple of the work-group size "
@@ -157,10 +153,8 @@ class Shuffle(Experiment):
             "shuffles (Kepler and later) pass values between a warp's lanes through registers "
             "instead of shared memory, which may speed up reductions.")
 
-    @classmethod
-    def summary(cls, results: Any) -> Any:
-        return table(results, ["variant", "status", "built", "median_ns", "spread_pct", "gbps",
-                               "fraction_of_peak", "max_rel_error", "rel_bound", "error"])
+    summary_columns = ["variant", "status", "built", "median_ns", "spread_pct", "gbps",
+                      "fraction_of_peak", "max_rel_error", "rel_bound", "error"]
 
 
 def _first_error(log: str) -> str:

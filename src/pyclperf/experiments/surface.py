@@ -24,8 +24,9 @@ import numpy as np
 
 from .. import _core
 from ..checks import POISON_U32, compare_ulp, poison_device
-from ..results import OK, SKIPPED
-from ._kit import FLOAT, check_image_side, image_bytes, no_images_reason, pick, table
+from ..results import OK
+from ._kit import (FLOAT, by_variant, check_image_side, conclude_variants,
+                   image_bytes, no_images_reason, pick)
 from .base import Check, Experiment, Launch, noise_note
 
 VARIANTS = ("global", "image", "image, next launch")
@@ -98,8 +99,7 @@ class Surface(Experiment):
             return Check(*compare_ulp(got, want, 1.0, "texels"))
 
     def finish(self, results: Any) -> None:
-        rows = {r["variant"]: r for r in results.rows}
-        ok = [r for r in results.rows if r.get("status") == OK]
+        rows, ok = by_variant(results)
         base = rows.get("global")
         parts = [f"{r['variant']} {r['gbps']:.1f} GB/s{noise_note(r)}"
                  + (f" ({r['gbps'] / base['gbps']:.2f}x global)" if base and base.get("status") == OK
@@ -107,13 +107,10 @@ class Surface(Experiment):
         nxt = rows.get("image, next launch")
         if nxt is not None and nxt.get("status") == OK:
             parts.append("the texels one launch wrote were all there for the next")
-        skipped = [f"{r['variant']} skipped ({r['error']})" for r in results.rows if r.get("status") == SKIPPED]
-        results.meta["conclusion"] = (
-            "; ".join(parts + skipped or ["no variant verified"]) + ". Quasar 9.6: kernels can "
-            "write images as well as read them; Guide 3.2.4: a read is sure to see an image write "
-            "only from a later launch (within the same launch it is undefined).")
+        conclude_variants(results, parts, (
+            "Quasar 9.6: kernels can write images as well as read them; Guide 3.2.4: a read is "
+            "sure to see an image write only from a later launch (within the same launch it is "
+            "undefined)."))
 
-    @classmethod
-    def summary(cls, results: Any) -> Any:
-        return table(results, ["variant", "status", "launches", "median_ns", "spread_pct", "gbps",
-                               "gtexels_per_s", "error"])
+    summary_columns = ["variant", "status", "launches", "median_ns", "spread_pct", "gbps",
+                      "gtexels_per_s", "error"]

@@ -18,7 +18,7 @@ from ..checks import compare_close, max_abs_error, poison_device
 from ..program import ceil_to
 from ..results import OK
 from ._kit import (DEFAULT_LOCAL_SIZE, EPS32, FLOAT, check_image_side, image_bytes, no_images_reason,
-                   pick, positive, table)
+                   pick, positive)
 from .base import Check, Experiment, Launch
 
 
@@ -257,7 +257,5 @@ class Texture(Experiment):
             ". Quasar (Geforce 435M, 2-D): nearest 1.17x (109 -> 94 ms), linear 1.43x "
             "(156 -> 109 ms)")
 
-    @classmethod
-    def summary(cls, results: Any) -> Any:
-        return table(results, ["variant", "status", "median_ns", "gbps", "speedup_vs_manual",
-                               "quasar_speedup", "max_abs_error", "tolerance", "edge_picks"])
+    summary_columns = ["variant", "status", "median_ns", "gbps", "speedup_vs_manual",
+                      "quasar_speedup", "max_abs_error", "tolerance", "edge_picks"]

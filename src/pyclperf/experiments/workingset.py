@@ -31,7 +31,7 @@ import numpy as np
 from .. import _core
 from ..checks import POISON_U32, compare, poison_device
 from ..results import OK
-from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, check_alloc, pick, positive, table
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, check_alloc, pick, positive
 from .base import Check, Experiment, Launch, noise_note
 
 KINDS = ("read", "copy", "chase")
@@ -241,10 +241,8 @@ class WorkingSet(Experiment):
             f"calls global memory uncached, each access paying {lo}-{hi} cycles whatever the size: "
             "a flat curve. Steps in these curves are cache levels it did not have.")
 
-    @classmethod
-    def summary(cls, results: Any) -> Any:
-        return table(results, ["kind", "size_kib", "status", "median_ns", "spread_pct", "gbps",
-                               "fraction_of_peak", "latency_ns", "sweeps"])
+    summary_columns = ["kind", "size_kib", "status", "median_ns", "spread_pct", "gbps",
+                      "fraction_of_peak", "latency_ns", "sweeps"]
 
 
 def _size(nbytes: float) -> str:
