@@ -98,7 +98,7 @@ class Bandwidth(Experiment):
     # One line per mode through the median of the work-group sizes at each grid size; every size
     # is a dot beside it (fifteen lines, one per mode and size, were past telling apart).
     plot = {"kind": "lines", "y": "gbps", "group": "mode", "logx": True,
-            "ylabel": "effective bandwidth (GB/s); dots: each work-group size"}
+            "ylabel": "GB/s (dots: each work-group size)"}
     size_arg, values_arg, local_size_arg = "nbytes", "sizes", None
 
     def __init__(self, ctx: Any, nbytes: int | None = None, sizes: Sequence[int] | None = None,
@@ -111,8 +111,8 @@ class Bandwidth(Experiment):
         info = ctx.info
         self.modes = pick(self.id, MODES, modes, "modes")
         top = int(info.max_work_group_size)
-        self.sizes = [int(s) for s in (sizes if sizes is not None else
-                                       [s for s in GROUP_SIZES if s <= top])]
+        fitting = [s for s in GROUP_SIZES if s <= top] or [1 << (top.bit_length() - 1)]
+        self.sizes = [int(s) for s in (sizes if sizes is not None else fitting)]
         # read_sum's local tree halves the group: only powers of two add every work-item's sum.
         if not self.sizes or any(s <= 0 or s & (s - 1) for s in self.sizes):
             raise _core.InvalidArgumentError(
