@@ -105,10 +105,10 @@ def test_a_read_one_float4_short_is_caught_when_that_float4_matters(ctx):
     cls = type("Short", (Miscounted,), {"shift": staticmethod(lambda n: n - 1)})
     exp = cls(ctx, nbytes=16 * COUNT, sizes=[64], per_cu=(2,), full=False, modes=["read"])
 
-    class Ones:  # the check draws r and uses 2 r - 1: 1.0, and 2^20 for the last float4
+    class Ones:  # what the read check draws its input from
         def random(self, n, dtype):
             out = np.full(n, 1.0, dtype)
-            out[-4:] = (2.0**20 + 1) / 2
+            out[-4:] = 2.0**20
             return out
 
     exp.rng = Ones()
