@@ -1,6 +1,8 @@
-// Read-only and write-only bandwidth (issue 17), the OpenCL side of the CUDA reference's read
-// and fill kernels: float4 accesses in a grid-stride loop, so one kernel serves any number of
-// work-groups (a few per compute unit, or one float4 per work-item when the grid covers all).
+// Read-only, write-only and float-to-half bandwidth: the `bandwidth` experiment's kernels, and
+// the OpenCL side of the CUDA reference's read and fill kernels (benchmarks/honest_reference.py).
+// float4 accesses in a grid-stride loop, so one kernel serves any number of work-groups (a few
+// per compute unit, or one float4 per work-item when the grid covers all): the experiment sweeps
+// those shapes to find the fast one.
 //   WG  the work-group size, a power of two (the local reduction halves it), fixed at build.
 
 // Each work-item sums its float4s; the work-group adds its work-items' sums in local memory and
@@ -33,4 +35,15 @@ __kernel void fill(__global float4* restrict out, const float value, const ulong
     const float4 v = (float4)(value);
     for (size_t i = get_global_id(0); i < count; i += get_global_size(0))
         out[i] = v;
+}
+
+// Float to float16: each float4 read and stored as four halves (4 + 2 bytes per element), the
+// conversion bandwidth of BabelStream-style mixed-precision kernels. vstore_half4 needs no
+// cl_khr_fp16 (a half pointer may be declared, only not dereferenced) and rounds by the current
+// rounding mode, which OpenCL C fixes at round to nearest even, so the host can demand NumPy's
+// float16 rounding bit for bit.
+__kernel void to_half(__global const float4* restrict in, const ulong count, __global half* restrict out)
+{
+    for (size_t i = get_global_id(0); i < count; i += get_global_size(0))
+        vstore_half4(in[i], i, out);
 }
