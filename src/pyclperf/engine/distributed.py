@@ -234,9 +234,10 @@ class Fleet:
 
     def sweep(self, job: Job, search: Any, strategy: str, done: set[str],
               finish: Callable[[Config, dict[str, Any]], None],
-              total: int | None = None) -> dict[str, int]:
+              total: int | None = None) -> dict[str, Any]:
         """Ask, submit in chunks, and hand each row to ``finish`` as its chunk completes (in
-        this process); returns counts of what Dask was asked to do."""
+        this process); returns counts of what Dask was asked to do and the seconds the workers
+        spent in the chunks that returned (what a benchmark sets against the wall time)."""
         spec = remote.JobSpec.of(job, uuid.uuid4().hex)
         shipper = JobShipper(spec)  # the job travels once per worker, not with each task
         self.client.register_plugin(shipper)
@@ -246,7 +247,7 @@ class Fleet:
         # future -> (configurations, workers that died under it: kept for a single one only)
         inflight: dict[Any, tuple[list[Config], list[str]]] = {}
         pending = as_completed()
-        stats = {"tasks": 0, "chunks_split": 0}
+        stats: dict[str, Any] = {"tasks": 0, "chunks_split": 0, "worker_s": 0.0}
 
         def submit(configs: list[Config], killed: list[str]) -> None:
             future = self.client.submit(remote.run_chunk, spec.job_id, configs, pure=False,
@@ -291,6 +292,7 @@ class Fleet:
                 if future.status == "finished":
                     out = future.result()
                     sizer.done(len(configs), out["seconds"])
+                    stats["worker_s"] += out["seconds"]
                     for config, row in zip(configs, out["rows"]):
                         finish(config, dict(row))
                 elif len(configs) > 1:
