@@ -151,6 +151,20 @@ def test_a_configuration_that_kills_its_worker_inside_a_chunk_is_found_alone(
     assert {by[u]["status"] for u in by if u != 3} == {"ok"}  # its chunk-mates ran once, fine
 
 
+def test_a_chunks_rows_are_written_with_one_fsync(tmp_path, fleet, monkeypatch):
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    x = np.arange(N, dtype=np.float32)
+    out = tmp_path / "f.jsonl"
+    res = tune(**_job(x, {"block_size_x": [16, 32], "UNROLL": list(range(1, 21))}),
+               client=fleet.client, out=out)
+    assert sorted(_unique(res.rows)) == sorted(_unique(Results.load(out).rows))
+    tasks = res.meta["dask"]["tasks"]
+    assert tasks < len(res.rows) == 40  # chunks of several, so fewer fsyncs than rows
+    assert len(synced) <= 1 + tasks  # the header, then one per chunk
+
+
 @pytest.fixture
 def external_cluster(tmp_path):
     """A scheduler and two workers as separate processes, the way a user starts them on hosts."""

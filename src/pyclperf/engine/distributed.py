@@ -30,6 +30,7 @@ otherwise Dask itself retries each attempt that setting's number of times first.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -234,9 +235,10 @@ class Fleet:
 
     def sweep(self, job: Job, search: Any, strategy: str, done: set[str],
               finish: Callable[[Config, dict[str, Any]], None],
-              total: int | None = None) -> dict[str, Any]:
+              total: int | None = None,
+              batch: Callable[[], Any] = contextlib.nullcontext) -> dict[str, Any]:
         """Ask, submit in chunks, and hand each row to ``finish`` as its chunk completes (in
-        this process); returns counts of what Dask was asked to do and the seconds the workers
+        this process, a chunk's rows inside one ``batch()`` context); returns counts of what Dask was asked to do and the seconds the workers
         spent in the chunks that returned (what a benchmark sets against the wall time)."""
         spec = remote.JobSpec.of(job, uuid.uuid4().hex)
         shipper = JobShipper(spec)  # the job travels once per worker, not with each task
@@ -293,8 +295,9 @@ class Fleet:
                     out = future.result()
                     sizer.done(len(configs), out["seconds"])
                     stats["worker_s"] += out["seconds"]
-                    for config, row in zip(configs, out["rows"]):
-                        finish(config, dict(row))
+                    with batch():  # one fsync of the results file for the whole chunk
+                        for config, row in zip(configs, out["rows"]):
+                            finish(config, dict(row))
                 elif len(configs) > 1:
                     singles.extend(configs)
                     stats["chunks_split"] += 1

@@ -271,9 +271,10 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
                             "error": why, "verified": False})
                 done.add(config_key(config))
         if fleet is not None:
-            # How many tasks it took, and how many chunks a dead worker split: for the
+            # Tasks sent, chunks a dead worker split, seconds the workers measured: for the
             # returned Results only (the file's header was written before the sweep began).
-            stream.results.meta["dask"] = fleet.sweep(job, search, strategy, done, finish, todo)
+            stream.results.meta["dask"] = fleet.sweep(job, search, strategy, done, finish, todo,
+                                                      stream.batch)
         while fleet is None and (config := search.ask()) is not None:
             if config_key(config) in done:
                 continue
