@@ -1,6 +1,6 @@
 """What Dask costs and what it buys for tune().
 
-    python benchmarks/distributed.py overhead [--configs 500] [--repeats 3]  # any host, PoCL is fine
+    python benchmarks/distributed.py overhead [--configs 500] [--repeats 3]  # any host; PoCL
     python benchmarks/distributed.py scaling [--devices 0:0 0:1] # a host with two GPUs
 
 ``overhead``: the same job of trivial configurations tuned in this process and on a local Dask

@@ -131,8 +131,8 @@ class ChunkSizer:
     first rows stream soon and every worker has work at once, then growing (at most fourfold a
     step) toward CHUNK_S seconds of work as measured by the workers, and never more than a
     quarter of what is left per worker (down to a tenth of CHUNK_S of work), so the last chunks
-    are small and no worker idles long at the end. A model-based strategy gets one configuration per task: it learns from each
-    row before choosing the next."""
+    are small and no worker idles long at the end. A model-based strategy gets one
+    configuration per task: it learns from each row before choosing the next."""
 
     def __init__(self, workers: int, total: int | None, informed: bool) -> None:
         self.workers = workers
@@ -238,8 +238,9 @@ class Fleet:
               total: int | None = None,
               batch: Callable[[], Any] = contextlib.nullcontext) -> dict[str, Any]:
         """Ask, submit in chunks, and hand each row to ``finish`` as its chunk completes (in
-        this process, a chunk's rows inside one ``batch()`` context); returns counts of what Dask was asked to do and the seconds the workers
-        spent in the chunks that returned (what a benchmark sets against the wall time)."""
+        this process, a chunk's rows inside one ``batch()`` context); returns counts of what
+        Dask was asked to do and the seconds the workers spent in the chunks that returned
+        (what a benchmark sets against the wall time)."""
         spec = remote.JobSpec.of(job, uuid.uuid4().hex)
         shipper = JobShipper(spec)  # the job travels once per worker, not with each task
         self.client.register_plugin(shipper)
@@ -265,8 +266,9 @@ class Fleet:
         suspects: list[tuple[list[Config], list[str]]] = []
         # The configurations of a chunk whose worker died, one task each. A chunk's rows come
         # back only when it ends, so none of them came back; which one killed it (if any did:
-        # the chunk may only have been queued there) is unknown. Alone, one at a time, the
-        # killer is found the same way as always, and the rest run once each.
+        # the chunk may only have been queued there) is unknown. Run one per task, a killer
+        # is then found like any single configuration (suspects, above), and the rest run
+        # once each.
         singles: list[Config] = []
 
         def top_up() -> None:
