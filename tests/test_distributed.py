@@ -165,6 +165,26 @@ def test_a_chunks_rows_are_written_with_one_fsync(tmp_path, fleet, monkeypatch):
     assert len(synced) <= 1 + tasks  # the header, then one per chunk
 
 
+def test_a_job_the_workers_hold_is_not_shipped_again(fleet):
+    x = np.arange(N, dtype=np.float32) + 7.0  # a job no other test ran
+    first = tune(**_job(x, {"block_size_x": [16, 32]}), client=fleet.client)
+    again = tune(**_job(x, {"block_size_x": [16, 32, 64]}), client=fleet.client)
+    assert first.meta["dask"]["shipped"] is True and again.meta["dask"]["shipped"] is False
+    assert {r["status"] for r in first.rows + again.rows} == {"ok"} and len(again.rows) == 3
+
+
+def test_a_worker_without_the_job_gets_it_shipped_and_runs_its_task_again(fleet, monkeypatch):
+    from pyclperf.engine import distributed
+
+    # Every worker claims to hold the job, as after a sweep of it; none does, as when a
+    # worker was restarted since: its tasks find no job, so the client ships it then.
+    monkeypatch.setattr(distributed.remote, "holds", lambda job_id: True)
+    x = np.arange(N, dtype=np.float32) + 11.0
+    res = tune(**_job(x, {"block_size_x": [16, 32], "UNROLL": [1, 2, 3]}), client=fleet.client)
+    assert res.meta["dask"]["shipped"] is True
+    assert len(_unique(res.rows)) == 6 and {r["status"] for r in res.rows} == {"ok"}
+
+
 @pytest.fixture
 def external_cluster(tmp_path):
     """A scheduler and two workers as separate processes, the way a user starts them on hosts."""

@@ -31,6 +31,7 @@ otherwise Dask itself retries each attempt that setting's number of times first.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import time
@@ -93,17 +94,34 @@ def device_specs(devices: Any) -> list[str]:
 
 class JobShipper(WorkerPlugin):
     """Delivers a job's description to every worker, including ones that join or are restarted
-    later (the scheduler keeps plugins and hands them to each new worker), and frees it after."""
+    later (the scheduler keeps plugins and hands them to each new worker), and frees its device
+    buffers after. Without a description (``spec`` None: every worker held it already) it only
+    frees: a restarted worker then asks for it (remote.JobMissing)."""
 
-    def __init__(self, spec: remote.JobSpec) -> None:
+    def __init__(self, job_id: str, spec: remote.JobSpec | None) -> None:
+        self.job_id = job_id
         self.spec = spec
-        self.name = f"pyclperf-job-{spec.job_id}"
+        self.name = f"pyclperf-job-{job_id}"
 
     def setup(self, worker: Any) -> None:
-        remote.install(self.spec)
+        if self.spec is not None:
+            remote.install(self.spec)
 
     def teardown(self, worker: Any) -> None:
-        remote.forget(self.spec.job_id)
+        remote.forget(self.job_id)
+
+
+def fingerprint(fields: dict[str, Any]) -> str:
+    """A job's id: a hash of its pickled description, arrays included, so a sweep of a job
+    the workers already hold ships nothing (a job of large arrays took seconds to ship to two
+    workers here). Equal bytes only; a job that pickles differently merely ships again."""
+    import cloudpickle  # Dask's own dependency
+
+    buffers: list[Any] = []
+    digest = hashlib.sha256(cloudpickle.dumps(fields, protocol=5, buffer_callback=buffers.append))
+    for buffer in buffers:  # the arrays' memory, hashed in place rather than copied
+        digest.update(buffer.raw())
+    return digest.hexdigest()[:32]
 
 
 class FleetView:
@@ -241,8 +259,14 @@ class Fleet:
         this process, a chunk's rows inside one ``batch()`` context); returns counts of what
         Dask was asked to do and the seconds the workers spent in the chunks that returned
         (what a benchmark sets against the wall time)."""
-        spec = remote.JobSpec.of(job, uuid.uuid4().hex)
-        shipper = JobShipper(spec)  # the job travels once per worker, not with each task
+        spec = remote.JobSpec.of(job, "")
+        spec.job_id = fingerprint(spec.fields)
+        # The job travels once per worker, not with each task, and not at all to workers
+        # that hold it from an earlier sweep.
+        held = self.client.run(remote.holds, spec.job_id, on_error="return",
+                               workers=self._pyclperf_workers(0))
+        shipped = not held or not all(h is True for h in held.values())
+        shipper = JobShipper(spec.job_id, spec if shipped else None)
         self.client.register_plugin(shipper)
         informed = strategy not in UNINFORMED
         sizer = ChunkSizer(len(self.workers), total, informed)
@@ -250,7 +274,8 @@ class Fleet:
         # future -> (configurations, workers that died under it: kept for a single one only)
         inflight: dict[Any, tuple[list[Config], list[str]]] = {}
         pending = as_completed()
-        stats: dict[str, Any] = {"tasks": 0, "chunks_split": 0, "worker_s": 0.0}
+        stats: dict[str, Any] = {"tasks": 0, "chunks_split": 0, "worker_s": 0.0,
+                                 "shipped": shipped}
 
         def submit(configs: list[Config], killed: list[str]) -> None:
             future = self.client.submit(remote.run_chunk, spec.job_id, configs, pure=False,
@@ -270,6 +295,10 @@ class Fleet:
         # is then found like any single configuration (suspects, above), and the rest run
         # once each.
         singles: list[Config] = []
+        # Configurations sent again after their worker had no job (remote.JobMissing): tasks
+        # already queued when the job was shipped miss it too, so each may go once more; not
+        # twice, lest a job that keeps going missing loop.
+        resent: set[str] = set()
 
         def top_up() -> None:
             if suspects:
@@ -300,6 +329,13 @@ class Fleet:
                     with batch():  # one fsync of the results file for the whole chunk
                         for config, row in zip(configs, out["rows"]):
                             finish(config, dict(row))
+                elif _job_missing(future) and not resent.intersection(map(config_key, configs)):
+                    if shipper.spec is None:
+                        shipper = JobShipper(spec.job_id, spec)  # replaces the one of that name
+                        self.client.register_plugin(shipper)
+                        stats["shipped"] = True
+                    resent.update(map(config_key, configs))
+                    submit(configs, killed)  # as it was: it never began
                 elif len(configs) > 1:
                     singles.extend(configs)
                     stats["chunks_split"] += 1
@@ -336,3 +372,7 @@ class Fleet:
                              f"(workers {', '.join(killed)})"}
         return {"status": INVALID, "verified": False, "device": "?",
                 "error": f"the worker could not run it: {type(exc).__name__}: {exc}"}
+
+
+def _job_missing(future: Any) -> bool:
+    return future.status == "error" and isinstance(future.exception(), remote.JobMissing)

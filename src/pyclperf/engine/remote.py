@@ -27,11 +27,21 @@ from .space import Config
 
 # Jobs kept per worker: each holds device buffers, so only the few most recent sweeps stay.
 KEEP_JOBS = 4
+# Job descriptions kept per worker after their sweeps, in host memory only: a later sweep of
+# the same job (same fingerprint) then ships nothing. Few, since each holds the job's arrays.
+KEEP_SPECS = 4
 
 _contexts: dict[str, Any] = {}
 _jobs: "OrderedDict[str, Job]" = OrderedDict()
-# Job descriptions delivered to this worker (by a worker plugin, so a restarted worker gets them too).
-_specs: dict[str, "JobSpec"] = {}
+# Job descriptions delivered to this worker (by a worker plugin, so a restarted worker gets
+# them too), by job id: a fingerprint of the description, so equal jobs share one.
+_specs: "OrderedDict[str, JobSpec]" = OrderedDict()
+
+
+class JobMissing(LookupError):
+    """A task found no description of its job here: the client sent none, since every worker
+    held it when the sweep began, and this worker was (re)started since. The client ships it
+    then and runs the task again."""
 
 
 @dataclass
@@ -86,10 +96,22 @@ def job_for(spec: JobSpec) -> Job:
 
 def install(spec: JobSpec) -> None:
     _specs[spec.job_id] = spec
+    _specs.move_to_end(spec.job_id)
+    while len(_specs) > KEEP_SPECS:
+        old, _ = _specs.popitem(last=False)
+        forget(old)
+
+
+def holds(job_id: str) -> bool:
+    """Whether this worker has the job's description (the client then need not ship it)."""
+    if job_id in _specs:
+        _specs.move_to_end(job_id)
+        return True
+    return False
 
 
 def forget(job_id: str) -> None:
-    _specs.pop(job_id, None)
+    """The end of a sweep: its device buffers are freed; the description stays (see KEEP_SPECS)."""
     job = _jobs.pop(job_id, None)
     if job is not None:
         job.arguments.release()
@@ -101,7 +123,10 @@ def run_chunk(job_id: str, configs: list[Config]) -> dict[str, Any]:
     per chunk, not per configuration: Dask's own cost per task is several milliseconds, more
     than a trivial configuration's whole run."""
     t0 = time.perf_counter()
-    job = job_for(_specs[job_id])
+    spec = _specs.get(job_id)
+    if spec is None:
+        raise JobMissing(job_id)
+    job = job_for(spec)
     device = label(job.ctx.info)
     rows = []
     for config in configs:
