@@ -335,7 +335,10 @@ class Fleet:
                         self.client.register_plugin(shipper)
                         stats["shipped"] = True
                     resent.update(map(config_key, configs))
-                    submit(configs, killed)  # as it was: it never began
+                    if killed:  # a suspect: again alone, or a death would not be its own
+                        suspects.insert(0, (configs, killed))
+                    else:
+                        submit(configs, killed)  # as it was: it never began
                 elif len(configs) > 1:
                     singles.extend(configs)
                     stats["chunks_split"] += 1
