@@ -112,6 +112,79 @@ def test_ctrl_c_on_the_client_cancels_and_keeps_what_finished(tmp_path, fleet):
     assert len(Results.load(out).rows) == len(kept)
 
 
+def test_chunk_sizes_start_small_grow_toward_the_time_target_and_shrink_at_the_end():
+    from pyclperf.engine.distributed import CHUNK_S, ChunkSizer
+
+    sizer, sizes = ChunkSizer(workers=2, total=1000, informed=False), []
+    while sizer.remaining:
+        sizes.append(sizer.next_size())
+        sizer.sent(sizes[-1])
+        sizer.done(sizes[-1], sizes[-1] * CHUNK_S / 50)  # 50 configurations make CHUNK_S
+    assert sum(sizes) == 1000 and sizes[0] == 1 and max(sizes) == 50
+    assert all(b <= 4 * a for a, b in zip(sizes, sizes[1:]))  # grows at most fourfold a step
+    assert sizes[-1] <= 5  # the tail is cut small, so neither worker is left waiting long
+    assert ChunkSizer(workers=2, total=1000, informed=True).next_size() == 1
+
+
+def test_a_configuration_that_kills_its_worker_inside_a_chunk_is_found_alone(
+        tmp_path, fleet, monkeypatch):
+    from pyclperf.engine import distributed
+
+    monkeypatch.setattr(distributed, "FIRST_CHUNK", 3)  # the killer rides in the first chunk
+    monkeypatch.setattr(distributed, "CHUNK_S", 100.0)
+    x = np.arange(N, dtype=np.float32)
+
+    def maybe_abort(config: dict) -> np.ndarray:
+        if config["UNROLL"] == 3:
+            os.abort()
+        return x
+
+    job = _job(x, {"block_size_x": [32], "UNROLL": list(range(1, 25))})
+    job["args"][1] = maybe_abort
+    out = tmp_path / "k.jsonl"
+    res = tune(**job, client=fleet.client, out=out)
+    assert res.meta["dask"]["chunks_split"] >= 1, res.meta["dask"]
+    assert sorted(_unique(res.rows)) == sorted(_unique(Results.load(out).rows))
+    by = {r["UNROLL"]: r for r in res.rows}
+    assert sorted(by) == list(range(1, 25))
+    assert by[3]["status"] == "crashed", by[3]
+    assert {by[u]["status"] for u in by if u != 3} == {"ok"}  # its chunk-mates ran once, fine
+
+
+def test_a_chunks_rows_are_written_with_one_fsync(tmp_path, fleet, monkeypatch):
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    x = np.arange(N, dtype=np.float32)
+    out = tmp_path / "f.jsonl"
+    res = tune(**_job(x, {"block_size_x": [16, 32], "UNROLL": list(range(1, 21))}),
+               client=fleet.client, out=out)
+    assert sorted(_unique(res.rows)) == sorted(_unique(Results.load(out).rows))
+    tasks = res.meta["dask"]["tasks"]
+    assert tasks < len(res.rows) == 40  # chunks of several, so fewer fsyncs than rows
+    assert len(synced) <= 1 + tasks  # the header, then one per chunk
+
+
+def test_a_job_the_workers_hold_is_not_shipped_again(fleet):
+    x = np.arange(N, dtype=np.float32) + 7.0  # a job no other test ran
+    first = tune(**_job(x, {"block_size_x": [16, 32]}), client=fleet.client)
+    again = tune(**_job(x, {"block_size_x": [16, 32, 64]}), client=fleet.client)
+    assert first.meta["dask"]["shipped"] is True and again.meta["dask"]["shipped"] is False
+    assert {r["status"] for r in first.rows + again.rows} == {"ok"} and len(again.rows) == 3
+
+
+def test_a_worker_without_the_job_gets_it_shipped_and_runs_its_task_again(fleet, monkeypatch):
+    from pyclperf.engine import distributed
+
+    # Every worker claims to hold the job, as after a sweep of it; none does, as when a
+    # worker was restarted since: its tasks find no job, so the client ships it then.
+    monkeypatch.setattr(distributed.remote, "holds", lambda job_id: True)
+    x = np.arange(N, dtype=np.float32) + 11.0
+    res = tune(**_job(x, {"block_size_x": [16, 32], "UNROLL": [1, 2, 3]}), client=fleet.client)
+    assert res.meta["dask"]["shipped"] is True
+    assert len(_unique(res.rows)) == 6 and {r["status"] for r in res.rows} == {"ok"}
+
+
 @pytest.fixture
 def external_cluster(tmp_path):
     """A scheduler and two workers as separate processes, the way a user starts them on hosts."""
@@ -187,3 +260,37 @@ def test_isolate_keeps_this_process_alive_through_a_crashing_configuration(ctx):
     res = tune(**job, ctx=ctx, isolate=True)
     assert [(r["UNROLL"], r["status"]) for r in sorted(res.rows, key=lambda r: r["UNROLL"])] \
         == [(1, "ok"), (2, "crashed")]
+
+
+def test_external_worker_killed_mid_chunk_loses_and_repeats_nothing(external_cluster, tmp_path,
+                                                                   monkeypatch):
+    from pyclperf.engine import distributed
+
+    monkeypatch.setattr(distributed, "FIRST_CHUNK", 4)  # every task a chunk of several
+    monkeypatch.setattr(distributed, "CHUNK_S", 100.0)
+    client, procs = external_cluster
+    x = np.arange(N, dtype=np.float32)
+    out = tmp_path / "m.jsonl"
+
+    def slow(config: dict, seconds: float) -> float:
+        time.sleep(0.1)
+        return 1.0
+
+    def kill_after_a_chunk() -> None:  # both workers then hold a running and a queued chunk
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if out.exists() and len(out.read_text().splitlines()) >= 5:
+                procs[1].kill()
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_after_a_chunk, daemon=True)
+    killer.start()
+    res = tune(**_job(x, {"block_size_x": [16, 32, 64, 128], "UNROLL": list(range(1, 11))}),
+               metrics={"slow": slow}, client=client, out=out)
+    killer.join(timeout=5)
+    assert procs[1].poll() is not None, "the worker was not killed during the sweep"
+    assert res.meta["dask"]["chunks_split"] >= 1, res.meta["dask"]
+    keys = _unique(res.rows)
+    assert len(keys) == 40 and {r["status"] for r in res.rows} == {"ok"}
+    assert sorted(keys) == sorted(_unique(Results.load(out).rows))

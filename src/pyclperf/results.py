@@ -191,8 +191,9 @@ def results_lock(path: str | os.PathLike[str]) -> Iterator[None]:
 
 
 class ResultsWriter:
-    """Appends rows to a JSON-lines file as they finish (flushed and fsynced each time), holding
-    the file's lock (results_lock) until closed."""
+    """Appends rows to a JSON-lines file as they finish (flushed and fsynced each time, or once
+    for rows added together inside synced_once), holding the file's lock (results_lock) until
+    closed."""
 
     def __init__(self, path: str | os.PathLike[str], meta: dict[str, Any], append: bool = False) -> None:
         self.path = Path(path)
@@ -207,10 +208,26 @@ class ResultsWriter:
         if not append:
             self._write({"record": "meta", "schema": SCHEMA, **meta})
 
+    _deferred = False
+
     def _write(self, record: dict[str, Any]) -> None:
         self._f.write(_line(record))
         self._f.flush()
-        os.fsync(self._f.fileno())
+        if not self._deferred:
+            os.fsync(self._f.fileno())
+
+    @contextlib.contextmanager
+    def synced_once(self) -> Iterator[None]:
+        """Rows added inside are flushed each (a crash of this process loses none of them) and
+        fsynced once at the end: for rows that arrive together, such as a Dask chunk's, where
+        an fsync each (milliseconds on many disks) would cost more than running them."""
+        self._deferred = True
+        try:
+            yield
+        finally:
+            self._deferred = False
+            if not self._f.closed:
+                os.fsync(self._f.fileno())
 
     def add(self, row: dict[str, Any]) -> None:
         self._write({"record": "row", **row})

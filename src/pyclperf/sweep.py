@@ -7,6 +7,7 @@ results file as they finish, so Ctrl-C (or a crash) keeps every finished point.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
 import os
@@ -142,6 +143,11 @@ class RowStream:
             sink.add(row)
         if self.bar is not None:
             self.bar.update(1)
+
+    def batch(self) -> Any:
+        """A context for rows that arrive together: the results file is fsynced once for them
+        all (see ResultsWriter.synced_once)."""
+        return self.writer.synced_once() if self.writer is not None else contextlib.nullcontext()
 
     def close(self) -> None:
         if self.bar is not None:

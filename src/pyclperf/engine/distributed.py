@@ -14,9 +14,15 @@ host, one worker per device::
         --preload pyclperf.engine.remote
     PYCLPERF_DEVICE=0:1 dask worker ...                            # the next device, and so on
 
+Tasks carry chunks of configurations (see ChunkSizer: Dask's cost per task is more than a
+trivial configuration's run), and a chunk's rows are written as it completes. The job itself
+reaches each worker once, by a worker plugin, so a task carries only configurations.
+
 A configuration whose worker dies (a segfault, an abort, a driver reset, a lost host) is run
-once more, alone on the cluster; if a worker dies under it again, its row is ``crashed``. pyclperf counts these
-itself, from Dask's KilledWorker; its own clusters set the scheduler's
+once more, alone on the cluster; if a worker dies under it again, its row is ``crashed``. When
+the worker of a chunk of several dies, the chunk's configurations run again one per task, so
+that the one to blame is found as above and the others are neither lost nor run twice.
+pyclperf counts deaths itself, from Dask's KilledWorker; its own clusters set the scheduler's
 ``distributed.scheduler.allowed-failures`` to 0 so a death is reported at once, and a
 scheduler you start yourself should too (``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=0``),
 otherwise Dask itself retries each attempt that setting's number of times first.
@@ -24,6 +30,8 @@ otherwise Dask itself retries each attempt that setting's number of times first.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
 import os
 import time
@@ -46,6 +54,9 @@ RESOURCE = "pyclperf"
 # configurations per worker; a model-based one gets one per worker, so it learns as it goes.
 AHEAD_PER_WORKER = 2
 UNINFORMED = ("brute_force", "random_sample")
+# A task's configurations: the first ones this many, later ones about this many seconds of work.
+FIRST_CHUNK = 1
+CHUNK_S = 0.3
 # How long to wait for a first pyclperf worker to join before saying none is there.
 WAIT_FOR_WORKERS_S = 30.0
 
@@ -83,17 +94,34 @@ def device_specs(devices: Any) -> list[str]:
 
 class JobShipper(WorkerPlugin):
     """Delivers a job's description to every worker, including ones that join or are restarted
-    later (the scheduler keeps plugins and hands them to each new worker), and frees it after."""
+    later (the scheduler keeps plugins and hands them to each new worker), and frees its device
+    buffers after. Without a description (``spec`` None: every worker held it already) it only
+    frees: a restarted worker then asks for it (remote.JobMissing)."""
 
-    def __init__(self, spec: remote.JobSpec) -> None:
+    def __init__(self, job_id: str, spec: remote.JobSpec | None) -> None:
+        self.job_id = job_id
         self.spec = spec
-        self.name = f"pyclperf-job-{spec.job_id}"
+        self.name = f"pyclperf-job-{job_id}"
 
     def setup(self, worker: Any) -> None:
-        remote.install(self.spec)
+        if self.spec is not None:
+            remote.install(self.spec)
 
     def teardown(self, worker: Any) -> None:
-        remote.forget(self.spec.job_id)
+        remote.forget(self.job_id)
+
+
+def fingerprint(fields: dict[str, Any]) -> str:
+    """A job's id: a hash of its pickled description, arrays included, so a sweep of a job
+    the workers already hold ships nothing (a job of large arrays took seconds to ship to two
+    workers here). Equal bytes only; a job that pickles differently merely ships again."""
+    import cloudpickle  # Dask's own dependency
+
+    buffers: list[Any] = []
+    digest = hashlib.sha256(cloudpickle.dumps(fields, protocol=5, buffer_callback=buffers.append))
+    for buffer in buffers:  # the arrays' memory, hashed in place rather than copied
+        digest.update(buffer.raw())
+    return digest.hexdigest()[:32]
 
 
 class FleetView:
@@ -113,6 +141,48 @@ class FleetView:
 
     def summary(self) -> dict[str, Any]:
         return dict(self._summary)
+
+
+class ChunkSizer:
+    """How many configurations the next task carries. Dask costs several milliseconds per task
+    (more than a trivial configuration takes), so tasks carry chunks: small at first, so the
+    first rows stream soon and every worker has work at once, then growing (at most fourfold a
+    step) toward CHUNK_S seconds of work as measured by the workers, and never more than a
+    quarter of what is left per worker (down to a tenth of CHUNK_S of work), so the last chunks
+    are small and no worker idles long at the end. A model-based strategy gets one
+    configuration per task: it learns from each row before choosing the next."""
+
+    def __init__(self, workers: int, total: int | None, informed: bool) -> None:
+        self.workers = workers
+        self.remaining = total
+        self.informed = informed
+        self.size = FIRST_CHUNK
+        self.per_config_s: float | None = None
+
+    def next_size(self) -> int:
+        if self.informed:
+            return 1
+        size = self.size
+        if self.per_config_s is not None:
+            size = min(4 * self.size, max(1, int(CHUNK_S / max(self.per_config_s, 1e-6))))
+        if self.remaining is not None:
+            # A chunk worth a tenth of the target costs more in Dask than any imbalance it
+            # could cause, so the tail shrinks no further than that.
+            floor = 1 if self.per_config_s is None else int(0.1 * CHUNK_S / self.per_config_s)
+            size = min(size, max(1, floor, self.remaining // (4 * self.workers)),
+                       max(1, self.remaining))
+        return max(1, size)
+
+    def sent(self, n: int) -> None:
+        self.size = max(self.size, n)
+        if self.remaining is not None:
+            self.remaining = max(0, self.remaining - n)
+
+    def done(self, n: int, seconds: float) -> None:
+        each = seconds / max(n, 1)
+        # Half the latest chunk, half the past: follows a job whose configurations slow down
+        # as it goes, without jumping at one slow chunk.
+        self.per_config_s = each if self.per_config_s is None else 0.5 * (self.per_config_s + each)
 
 
 class Fleet:
@@ -182,46 +252,102 @@ class Fleet:
             self.cluster = None
 
     def sweep(self, job: Job, search: Any, strategy: str, done: set[str],
-              finish: Callable[[Config, dict[str, Any]], None]) -> None:
-        """Ask, submit, and hand each row to ``finish`` as it completes (in this process)."""
-        spec = remote.JobSpec.of(job, uuid.uuid4().hex)
-        shipper = JobShipper(spec)
+              finish: Callable[[Config, dict[str, Any]], None],
+              total: int | None = None,
+              batch: Callable[[], Any] = contextlib.nullcontext) -> dict[str, Any]:
+        """Ask, submit in chunks, and hand each row to ``finish`` as its chunk completes (in
+        this process, a chunk's rows inside one ``batch()`` context); returns counts of what
+        Dask was asked to do and the seconds the workers spent in the chunks that returned
+        (what a benchmark sets against the wall time)."""
+        spec = remote.JobSpec.of(job, "")
+        spec.job_id = fingerprint(spec.fields)
+        # The job travels once per worker, not with each task, and not at all to workers
+        # that hold it from an earlier sweep.
+        held = self.client.run(remote.holds, spec.job_id, on_error="return",
+                               workers=self._pyclperf_workers(0))
+        shipped = not held or not all(h is True for h in held.values())
+        shipper = JobShipper(spec.job_id, spec if shipped else None)
         self.client.register_plugin(shipper)
-        ahead = AHEAD_PER_WORKER if strategy in UNINFORMED else 1
-        limit = max(1, ahead * len(self.workers))
-        inflight: dict[Any, tuple[Config, list[str]]] = {}  # future -> (config, workers it killed)
+        informed = strategy not in UNINFORMED
+        sizer = ChunkSizer(len(self.workers), total, informed)
+        limit = max(1, (1 if informed else AHEAD_PER_WORKER) * len(self.workers))
+        # future -> (configurations, workers that died under it: kept for a single one only)
+        inflight: dict[Any, tuple[list[Config], list[str]]] = {}
         pending = as_completed()
+        stats: dict[str, Any] = {"tasks": 0, "chunks_split": 0, "worker_s": 0.0,
+                                 "shipped": shipped}
 
-        def submit(config: Config, killed: list[str]) -> None:
-            future = self.client.submit(remote.run_config, spec.job_id, config, pure=False,
+        def submit(configs: list[Config], killed: list[str]) -> None:
+            future = self.client.submit(remote.run_chunk, spec.job_id, configs, pure=False,
                                         resources={RESOURCE: 1},
                                         key=f"pyclperf-{spec.job_id[:8]}-{uuid.uuid4().hex}")
-            inflight[future] = (config, killed)
+            inflight[future] = (configs, killed)
             pending.add(future)
+            stats["tasks"] += 1
 
-        # Configurations whose worker died under them once. Dask blames every task the dying
-        # worker held, queued ones too, so each is run again alone (nothing else in flight):
-        # a death then is the configuration's own doing.
-        suspects: list[tuple[Config, list[str]]] = []
+        # Configurations whose worker died under them once, each run alone. Dask blames every
+        # task the dying worker held, queued ones too, so each is run again alone (nothing else
+        # in flight): a death then is the configuration's own doing.
+        suspects: list[tuple[list[Config], list[str]]] = []
+        # The configurations of a chunk whose worker died, one task each. A chunk's rows come
+        # back only when it ends, so none of them came back; which one killed it (if any did:
+        # the chunk may only have been queued there) is unknown. Run one per task, a killer
+        # is then found like any single configuration (suspects, above), and the rest run
+        # once each.
+        singles: list[Config] = []
+        # Configurations sent again after their worker had no job (remote.JobMissing): tasks
+        # already queued when the job was shipped miss it too, so each may go once more; not
+        # twice, lest a job that keeps going missing loop.
+        resent: set[str] = set()
 
         def top_up() -> None:
             if suspects:
                 if not inflight:
                     submit(*suspects.pop(0))
                 return
-            while len(inflight) < limit and (config := search.ask()) is not None:
-                if config_key(config) not in done:
-                    submit(config, [])
+            while len(inflight) < limit and singles:
+                submit([singles.pop(0)], [])
+            while len(inflight) < limit:
+                chunk: list[Config] = []
+                want = sizer.next_size()
+                while len(chunk) < want and (config := search.ask()) is not None:
+                    if config_key(config) not in done:
+                        chunk.append(config)
+                if not chunk:
+                    return
+                sizer.sent(len(chunk))
+                submit(chunk, [])
 
         try:
             top_up()
             for future in pending:
-                config, killed = inflight.pop(future)
-                row = self._row(future, killed)
-                if row is None:
-                    suspects.append((config, killed))
+                configs, killed = inflight.pop(future)
+                if future.status == "finished":
+                    out = future.result()
+                    sizer.done(len(configs), out["seconds"])
+                    stats["worker_s"] += out["seconds"]
+                    with batch():  # one fsync of the results file for the whole chunk
+                        for config, row in zip(configs, out["rows"]):
+                            finish(config, dict(row))
+                elif _job_missing(future) and not resent.intersection(map(config_key, configs)):
+                    if shipper.spec is None:
+                        shipper = JobShipper(spec.job_id, spec)  # replaces the one of that name
+                        self.client.register_plugin(shipper)
+                        stats["shipped"] = True
+                    resent.update(map(config_key, configs))
+                    if killed:  # a suspect: again alone, or a death would not be its own
+                        suspects.insert(0, (configs, killed))
+                    else:
+                        submit(configs, killed)  # as it was: it never began
+                elif len(configs) > 1:
+                    singles.extend(configs)
+                    stats["chunks_split"] += 1
                 else:
-                    finish(config, row)
+                    row = self._row(future, killed)
+                    if row is None:
+                        suspects.append((configs, killed))
+                    else:
+                        finish(configs[0], row)
                 top_up()
         except BaseException:  # Ctrl-C above all: nothing more runs, what finished is kept
             self.client.cancel(list(inflight))
@@ -231,11 +357,11 @@ class Fleet:
                 self.client.unregister_worker_plugin(shipper.name)
             except Exception:  # noqa: BLE001 - cleanup must not hide why the sweep ended
                 pass
+        return stats
 
     def _row(self, future: Any, killed: list[str]) -> dict[str, Any] | None:
-        """The row a finished future stands for; None when it should run again."""
-        if future.status == "finished":
-            return dict(future.result())
+        """The row a single configuration's failed future stands for; None when it should run
+        again."""
         exc = future.exception()
         if isinstance(exc, KilledWorker):
             # One death is not proof (see sweep's suspects); one more while it ran alone is.
@@ -249,3 +375,7 @@ class Fleet:
                              f"(workers {', '.join(killed)})"}
         return {"status": INVALID, "verified": False, "device": "?",
                 "error": f"the worker could not run it: {type(exc).__name__}: {exc}"}
+
+
+def _job_missing(future: Any) -> bool:
+    return future.status == "error" and isinstance(future.exception(), remote.JobMissing)

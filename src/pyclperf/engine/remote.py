@@ -15,21 +15,33 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, fields
 from typing import Any
 
 from ..devices import ENV_VAR, device_summary, select_device
+from ..results import INVALID
 from .measure import Job, measure
 from .space import Config
 
 # Jobs kept per worker: each holds device buffers, so only the few most recent sweeps stay.
 KEEP_JOBS = 4
+# Job descriptions kept per worker after their sweeps, in host memory only: a later sweep of
+# the same job (same fingerprint) then ships nothing. Few, since each holds the job's arrays.
+KEEP_SPECS = 4
 
 _contexts: dict[str, Any] = {}
 _jobs: "OrderedDict[str, Job]" = OrderedDict()
-# Job descriptions delivered to this worker (by a worker plugin, so a restarted worker gets them too).
-_specs: dict[str, "JobSpec"] = {}
+# Job descriptions delivered to this worker (by a worker plugin, so a restarted worker gets
+# them too), by job id: a fingerprint of the description, so equal jobs share one.
+_specs: "OrderedDict[str, JobSpec]" = OrderedDict()
+
+
+class JobMissing(LookupError):
+    """A task found no description of its job here: the client sent none, since every worker
+    held it when the sweep began, and this worker was (re)started since. The client ships it
+    then and runs the task again."""
 
 
 @dataclass
@@ -84,21 +96,48 @@ def job_for(spec: JobSpec) -> Job:
 
 def install(spec: JobSpec) -> None:
     _specs[spec.job_id] = spec
+    _specs.move_to_end(spec.job_id)
+    while len(_specs) > KEEP_SPECS:
+        old, _ = _specs.popitem(last=False)
+        forget(old)
+
+
+def holds(job_id: str) -> bool:
+    """Whether this worker has the job's description (the client then need not ship it)."""
+    if job_id in _specs:
+        _specs.move_to_end(job_id)
+        return True
+    return False
 
 
 def forget(job_id: str) -> None:
-    _specs.pop(job_id, None)
+    """The end of a sweep: its device buffers are freed; the description stays (see KEEP_SPECS)."""
     job = _jobs.pop(job_id, None)
     if job is not None:
         job.arguments.release()
 
 
-def run_config(job_id: str, config: Config) -> dict[str, Any]:
-    """One configuration's measured row, tagged with the device that produced it."""
-    job = job_for(_specs[job_id])
-    row = measure(job, config)
-    row["device"] = label(job.ctx.info)
-    return row
+def run_chunk(job_id: str, configs: list[Config]) -> dict[str, Any]:
+    """Several configurations' measured rows, in order, each tagged with the device that
+    produced it, and how long they took here (the client sizes later chunks by it). One task
+    per chunk, not per configuration: Dask's own cost per task is several milliseconds, more
+    than a trivial configuration's whole run."""
+    t0 = time.perf_counter()
+    spec = _specs.get(job_id)
+    if spec is None:
+        raise JobMissing(job_id)
+    job = job_for(spec)
+    device = label(job.ctx.info)
+    rows = []
+    for config in configs:
+        try:
+            row = measure(job, config)
+        except Exception as exc:  # noqa: BLE001 - one configuration's failure is its own row
+            row = {"status": INVALID, "verified": False,
+                   "error": f"the worker could not run it: {type(exc).__name__}: {exc}"}
+        row["device"] = device
+        rows.append(row)
+    return {"rows": rows, "seconds": time.perf_counter() - t0}
 
 
 def dask_setup(worker: Any = None) -> None:

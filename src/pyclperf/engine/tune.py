@@ -272,7 +272,10 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
                             "error": why, "verified": False})
                 done.add(config_key(config))
         if fleet is not None:
-            fleet.sweep(job, search, strategy, done, finish)
+            # Tasks sent, chunks a dead worker split, seconds the workers measured: for the
+            # returned Results only (the file's header was written before the sweep began).
+            stream.results.meta["dask"] = fleet.sweep(job, search, strategy, done, finish, todo,
+                                                      stream.batch)
         while fleet is None and (config := search.ask()) is not None:
             if config_key(config) in done:
                 continue
