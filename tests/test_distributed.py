@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,13 +22,21 @@ N = 256
 SRC = """__kernel void axpy(__global float* y, __global const float* x, const float a, const int n) {
     const int i = get_global_id(0); if (i < n) y[i] = a * x[i] + 1.0f; }"""
 FAST = dict(min_time=0.0, min_repeats=1, max_repeats=1, warmup=0)
-BIN = Path(sys.executable).parent
+# `python -m dask`: the dask command of the interpreter running the tests, also where Dask was
+# installed without its scripts on PATH (a --target install).
+DASK = [sys.executable, "-m", "dask"]
 
 
 def _job(x: np.ndarray, params: dict, **extra: object) -> dict:
     return dict(source=SRC, kernel_name="axpy", problem_size=N,
                 args=[np.zeros(N, np.float32), x, 2.0, N], params=params,
                 answer=[np.float32(2) * x + np.float32(1), None, None, None], **FAST, **extra)
+
+
+def _spec(ctx) -> str:
+    """The device under test as a PYCLPERF_DEVICE spec: workers open the device the test's own
+    context holds (on a GPU host, not whichever device comes first)."""
+    return f"{ctx.info.platform_index}:{ctx.info.device_index}"
 
 
 def _unique(rows: list[dict]) -> list[str]:
@@ -39,11 +46,11 @@ def _unique(rows: list[dict]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def fleet():
-    """Two workers on the one PoCL device, shared by the tests that pass client=."""
+def fleet(ctx):
+    """Two workers on the device under test, shared by the tests that pass client=."""
     from pyclperf.engine.distributed import Fleet
 
-    f = Fleet.local(["0", "0"])
+    f = Fleet.local([_spec(ctx)] * 2)
     yield f
     f.close()
 
@@ -52,7 +59,7 @@ def test_local_cluster_of_two_workers_streams_rows_and_resumes(tmp_path, ctx, fl
     x = np.arange(N, dtype=np.float32)
     params = {"block_size_x": [16, 32, 64], "UNROLL": [1, 2]}
     out = tmp_path / "r.jsonl"
-    res = tune(**_job(x, params), devices=[0, 0], out=out)  # a LocalCluster of its own
+    res = tune(**_job(x, params), devices=[_spec(ctx)] * 2, out=out)  # a LocalCluster of its own
     assert sorted(_unique(res.rows)) == sorted(_unique(Results.load(out).rows))
     assert len(res.rows) == 6 and {r["status"] for r in res.rows} == {"ok"}
     assert {r["device"].split(" ", 1)[1] for r in res.rows} == {ctx.info.name}
@@ -186,12 +193,12 @@ def test_a_worker_without_the_job_gets_it_shipped_and_runs_its_task_again(fleet,
 
 
 @pytest.fixture
-def external_cluster(tmp_path):
+def external_cluster(tmp_path, ctx):
     """A scheduler and two workers as separate processes, the way a user starts them on hosts."""
-    env = {**os.environ, "PYCLPERF_DEVICE": "0",
+    env = {**os.environ, "PYCLPERF_DEVICE": _spec(ctx),
            "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
     file = tmp_path / "scheduler.json"
-    procs = [subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
+    procs = [subprocess.Popen([*DASK, "scheduler", "--host", "127.0.0.1", "--port", "0",
                                "--no-dashboard", "--scheduler-file", str(file)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
@@ -202,7 +209,7 @@ def external_cluster(tmp_path):
         # --no-nanny: a killed worker stays dead, as a lost host would.
         for _ in range(2):
             procs.append(subprocess.Popen(
-                [str(BIN / "dask"), "worker", "--scheduler-file", str(file), "--nthreads", "1",
+                [*DASK, "worker", "--scheduler-file", str(file), "--nthreads", "1",
                  "--resources", "pyclperf=1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1",
                  "--preload", "pyclperf.engine.remote"],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
