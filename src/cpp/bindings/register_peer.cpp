@@ -20,6 +20,17 @@ py::tuple as_arrays(const PeerPair::Times& t) {
     return py::make_tuple(as_array(t.events), as_array(t.host));
 }
 
+// Runs one of the pair's timing loops without the GIL (it waits on two devices).
+template <class Loop>
+py::tuple timed(const Loop& loop) {
+    PeerPair::Times t;
+    {
+        py::gil_scoped_release release;
+        t = loop();
+    }
+    return as_arrays(t);
+}
+
 std::size_t bytes_of(const py::buffer_info& info) {
     return static_cast<std::size_t>(info.size * info.itemsize);
 }
@@ -59,36 +70,21 @@ void register_peer(py::module_& m) {
         .def(
             "time_copy",
             [](PeerPair& p, int from, int warmup, int repeats) {
-                PeerPair::Times t;
-                {
-                    py::gil_scoped_release release;
-                    t = p.time_copy(from, warmup, repeats);
-                }
-                return as_arrays(t);
+                return timed([&] { return p.time_copy(from, warmup, repeats); });
             },
             py::arg("source_side"), py::arg("warmup") = 1,
             py::arg("repeats") = 10)
         .def(
             "time_migrate",
             [](PeerPair& p, int from, int warmup, int repeats) {
-                PeerPair::Times t;
-                {
-                    py::gil_scoped_release release;
-                    t = p.time_migrate(from, warmup, repeats);
-                }
-                return as_arrays(t);
+                return timed([&] { return p.time_migrate(from, warmup, repeats); });
             },
             py::arg("source_side"), py::arg("warmup") = 1, py::arg("repeats") = 10)
         .def(
             "time_kernel_copy",
             [](PeerPair& p, int from, std::size_t local, std::size_t groups, int warmup,
                int repeats) {
-                PeerPair::Times t;
-                {
-                    py::gil_scoped_release release;
-                    t = p.time_kernel_copy(from, local, groups, warmup, repeats);
-                }
-                return as_arrays(t);
+                return timed([&] { return p.time_kernel_copy(from, local, groups, warmup, repeats); });
             },
             py::arg("source_side"), py::arg("local"), py::arg("groups"), py::arg("warmup") = 1,
             py::arg("repeats") = 10);
