@@ -109,6 +109,19 @@ def test_impossible_launches_are_refused_before_enqueue(ctx, prog, global_size, 
         k.run(global_size, local_size)
 
 
+@pytest.mark.parametrize("local_size", [None, (1, 1, 1)])
+def test_more_work_groups_than_pocl_can_count_is_refused_not_a_crash(ctx, prog, local_size):
+    """4999^3 work-items in groups of one: PoCL 3.1's scheduler asserts (aborting the process)
+    past 2^32 work-groups, a case Hypothesis found in tests/test_properties.py."""
+    if "portable computing language" not in ctx.info.platform_name.lower():
+        pytest.skip(f"the limit is PoCL's; this platform is {ctx.info.platform_name}")
+    k = prog.kernel("add")
+    buf = ctx.buffer(4096)
+    k.set_args(buf, buf, buf, 1)
+    with pytest.raises(pyclperf.InvalidArgumentError, match="over 2.32 work-groups"):
+        k.run((4999, 4999, 4999), local_size)
+
+
 def test_work_group_over_the_device_limit(ctx, prog):
     k = prog.kernel("add")
     buf = ctx.buffer(4096)

@@ -1,5 +1,6 @@
 #include "launch.hpp"
 
+#include <cstdint>
 #include <string>
 
 #include "error.hpp"
@@ -50,6 +51,31 @@ auto guarded(Kernel& kernel, const NDRange& range, Loop&& loop) {
 
 }  // namespace
 
+namespace {
+
+// PoCL's CPU scheduler (seen in 3.1) counts a launch's work-groups in 32 bits and aborts the
+// whole process past that (an assertion in pthread_scheduler.c): refuse such a launch there
+// instead of letting user input take the interpreter down. With no local size PoCL may choose
+// groups of one work-item, so the global size alone must fit. Other drivers decide for
+// themselves.
+void check_group_count(const DeviceInfo& info, const NDRange& range) {
+    if (info.platform_name.find("Portable Computing Language") == std::string::npos) return;
+    constexpr std::uint64_t limit = 0xFFFFFFFFull;
+    std::uint64_t groups = 1;
+    for (std::size_t i = 0; i < range.global.size(); ++i) {
+        const std::uint64_t l = i < range.local.size() && range.local[i] ? range.local[i] : 1;
+        const std::uint64_t n = (range.global[i] + l - 1) / l;
+        if (n > limit / groups)
+            throw InvalidArgument("global size " + dims_text(range.global) + " with local size " +
+                                  (range.local.empty() ? std::string("chosen by the driver")
+                                                       : dims_text(range.local)) +
+                                  " makes over 2^32 work-groups, more than PoCL can schedule");
+        groups *= n;
+    }
+}
+
+}  // namespace
+
 void validate(const Kernel& kernel, const NDRange& range) {
     const auto& info = kernel.context()->info();
     const auto dims = range.global.size();
@@ -59,6 +85,7 @@ void validate(const Kernel& kernel, const NDRange& range) {
                               " dimensions, got " + std::to_string(dims));
     for (auto g : range.global)
         if (g == 0) throw InvalidArgument("global size " + dims_text(range.global) + " has a zero");
+    check_group_count(info, range);
     if (range.local.empty()) return;
     if (range.local.size() != dims)
         throw InvalidArgument("local size " + dims_text(range.local) + " and global size " +
