@@ -10,25 +10,25 @@ namespace {
 
 std::string bytes_text(std::size_t n) { return std::to_string(n) + " bytes"; }
 
-void check_alloc_size(const Context& ctx, std::size_t nbytes) {
+cl::Buffer allocate(const ContextPtr& ctx, std::size_t nbytes, cl_mem_flags flags) {
+    if (!ctx) throw InvalidArgument("buffer needs a context");
+    check_alloc_size(ctx->info(), nbytes);
+    return cl::Buffer(ctx->cl_context(), flags, nbytes);
+}
+
+}  // namespace
+
+void check_alloc_size(const DeviceInfo& info, std::size_t nbytes) {
     if (nbytes == 0) throw InvalidArgument("buffer size must be positive, got 0 bytes");
-    const auto limit = ctx.info().max_alloc_bytes;
+    const auto limit = info.max_alloc_bytes;
     // Past the device's largest allocation the driver would answer CL_INVALID_BUFFER_SIZE (or,
     // on some, fail later at first use): say so now, as the memory error it is, naming the limit.
     if (nbytes > limit)
         throw ClError("clCreateBuffer", CL_INVALID_BUFFER_SIZE,
                       "buffer of " + bytes_text(nbytes) + " exceeds the device's largest " +
                       "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE = " + bytes_text(limit) + ") on " +
-                      ctx.info().name);
+                      info.name);
 }
-
-cl::Buffer allocate(const ContextPtr& ctx, std::size_t nbytes, cl_mem_flags flags) {
-    if (!ctx) throw InvalidArgument("buffer needs a context");
-    check_alloc_size(*ctx, nbytes);
-    return cl::Buffer(ctx->cl_context(), flags, nbytes);
-}
-
-}  // namespace
 
 Buffer::Buffer(ContextPtr ctx, std::size_t nbytes, cl_mem_flags flags)
     : ctx_(std::move(ctx)), nbytes_(nbytes), buffer_(allocate(ctx_, nbytes, flags)) {}

@@ -17,6 +17,10 @@
 
 namespace pyclperf {
 
+// InvalidArgument for 0 bytes; ClError (a memory error) for more than the device's
+// CL_DEVICE_MAX_MEM_ALLOC_SIZE, naming the limit. Every buffer the core allocates is checked here.
+void check_alloc_size(const DeviceInfo& info, std::size_t nbytes);
+
 class Buffer {
 public:
     // InvalidArgument for a zero size or one over the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE.

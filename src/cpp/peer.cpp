@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "buffer.hpp"
 #include "error.hpp"
 
 namespace pyclperf {
@@ -41,13 +42,7 @@ const cl::Buffer& PeerPair::buffer(int side) const {
 }
 
 void PeerPair::allocate(std::size_t nbytes) {
-    if (nbytes == 0) throw InvalidArgument("peer buffers must hold at least one byte");
-    for (const auto& info : infos_)
-        if (nbytes > info.max_alloc_bytes)
-            throw ClError("clCreateBuffer", CL_INVALID_BUFFER_SIZE,
-                          "peer buffer of " + bytes_text(nbytes) + " exceeds the largest " +
-                          "allocation of " + info.name + " (" + bytes_text(info.max_alloc_bytes) +
-                          ")");
+    for (const auto& info : infos_) check_alloc_size(info, nbytes);
     // The old buffers go first, so a larger size never needs both generations at once.
     buffers_ = {};
     origins_ = {};
