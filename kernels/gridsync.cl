@@ -12,31 +12,7 @@
 // The same kernel serves the persistent grid: the host just launches as many work-groups as can be
 // resident at once, each striding over many more elements.
 
-static float private_sum(__global const float* restrict in, const uint n)
-{
-    const uint stride = get_global_size(0);
-    float s = 0.0f;
-    for (uint i = get_global_id(0); i < n; i += stride)
-        s += in[i];
-    return s;
-}
-
-// The work-group's sum of `mine`, returned to every work-item. Ends with a barrier, so `part` can
-// be used again straight away.
-static float group_tree(__local float* part, const float mine)
-{
-    const uint lid = get_local_id(0);
-    part[lid] = mine;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint step = WG / 2; step > 0; step >>= 1) {
-        if (lid < step)
-            part[lid] += part[lid + step];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const float s = part[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return s;
-}
+#include "group_sum.clh"
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void partial_sums(__global const float* restrict in, const uint n, __global float* restrict out)

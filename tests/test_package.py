@@ -2,6 +2,8 @@
 
 import importlib.resources
 
+import pytest
+
 import pyclperf
 from pyclperf import _core
 
@@ -30,6 +32,31 @@ def test_kernels_ship_inside_the_package():
     files = importlib.resources.files("pyclperf").joinpath("kernels")
     assert files.joinpath("copy.cl").is_file()
     assert "__kernel void offset_copy" in pyclperf.kernel_source("copy.cl")
+
+
+def test_shared_kernel_pieces_are_put_in_place_of_their_include():
+    files = importlib.resources.files("pyclperf").joinpath("kernels")
+    assert files.joinpath("group_sum.clh").is_file()  # shipped beside the .cl files
+    piece = files.joinpath("group_sum.clh").read_text(encoding="utf-8")
+    for name in ("reduction.cl", "gridsync.cl"):
+        raw = files.joinpath(name).read_text(encoding="utf-8")
+        assert '#include "group_sum.clh"' in raw and "static float group_tree" not in raw
+        text = pyclperf.kernel_source(name)
+        assert '#include "group_sum.clh"' not in text and piece.rstrip() in text
+        assert text.count("static float group_tree") == 1
+
+
+def test_an_included_file_may_not_include_again(monkeypatch):
+    from pyclperf import sources
+
+    texts = {"a.cl": '#include "b.clh"\n', "b.clh": '#include "c.clh"\n'}
+    monkeypatch.setattr(sources, "_read", texts.__getitem__)
+    sources.kernel_source.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="kernels/b.clh .included by a.cl. includes 'c.clh'"):
+            sources.kernel_source("a.cl")
+    finally:
+        sources.kernel_source.cache_clear()
 
 
 def test_missing_kernel_file_names_the_available_ones():
