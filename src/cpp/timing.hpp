@@ -53,8 +53,8 @@ private:
 // Which clock a timing loop reads.
 enum class Clock { Events, Host };
 
-// warmup untimed operations, then `repeats` operations enqueued back to back; waits for them all
-// and returns each one's timestamps. InvalidArgument for warmup < 0 or repeats < 1.
+// warmup untimed operations and `repeats` timed ones, all enqueued back to back; waits for them
+// all once and returns each timed one's timestamps. InvalidArgument for warmup < 0 or repeats < 1.
 std::vector<EventTimes> time_events(const cl::CommandQueue& queue, const Enqueue& op, int warmup,
                                     int repeats);
 
