@@ -174,3 +174,20 @@ def test_package_versions_are_copies():
     a = sweep.package_versions()
     a["numpy"] = "edited"
     assert sweep.package_versions()["numpy"] == np.__version__
+
+
+COUNTER = """
+__kernel void count(volatile __global uint* n) { atomic_inc(n); }
+"""
+
+
+@pytest.mark.parametrize("method", ["events", "host"])
+def test_every_warm_up_runs_before_the_timed_launches(ctx, method):
+    # Warm-ups are queued without a wait of their own: each must still have run exactly once.
+    counter = ctx.to_device(np.zeros(1, np.uint32))
+    k = ctx.program(COUNTER).kernel("count").set_args(counter)
+    times = k.time(64, 64, warmup=3, repeats=2, method=method)
+    got = np.empty(1, np.uint32)
+    counter.read(got)
+    assert got[0] == (3 + 2) * 64
+    assert times.shape == (2,) and np.all(times > 0)
