@@ -9,6 +9,7 @@ an NVIDIA device, else they are unknown: a clear sentence, never an exception.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -70,12 +71,28 @@ class PeakBandwidth:
 _NVML_CACHE: dict[tuple[str, str, str], tuple[Any, dict[str, Any]]] = {}
 
 
-def nvml_readings(info: Any) -> dict[str, Any] | str:
-    """Memory clock, bus width and PCIe link of the NVML device named like ``info``; or a
-    sentence saying why there are none."""
+# Set once an import of pynvml found nothing on the path: searching the path again costs a few
+# hundred us, on every pyclperf.run. A module put in sys.modules later is still found.
+_PYNVML_ABSENT = False
+
+
+def _pynvml() -> Any:
+    global _PYNVML_ABSENT
+    if "pynvml" not in sys.modules and _PYNVML_ABSENT:
+        return None
     try:
         import pynvml
     except ImportError:
+        _PYNVML_ABSENT = _PYNVML_ABSENT or "pynvml" not in sys.modules
+        return None
+    return pynvml
+
+
+def nvml_readings(info: Any) -> dict[str, Any] | str:
+    """Memory clock, bus width and PCIe link of the NVML device named like ``info``; or a
+    sentence saying why there are none."""
+    pynvml = _pynvml()
+    if pynvml is None:
         return "NVML is not available (pynvml is not installed)"
     if "NVIDIA" not in f"{info.vendor} {info.platform_name}".upper():
         return f"'{info.name}' is not an NVIDIA device, so NVML cannot describe it"
