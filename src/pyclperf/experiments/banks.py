@@ -59,9 +59,8 @@ class Banks(Experiment):
                 f"banks: a table of {self.words} words needs {padded_words * WORD} bytes of local "
                 f"memory padded; the device has {info.local_mem_bytes}")
         # GPU: 128 steps x 8 loads per work-item is ~1e9 loads per launch, well past launch cost.
-        self.steps = int(steps) if steps is not None else (128 if info.is_gpu else 8)
-        if self.steps <= 0:
-            raise _core.InvalidArgumentError(f"banks: steps must be positive, got {steps}")
+        default_steps = 128 if info.is_gpu else 8
+        self.steps = positive(self.id, "steps", default_steps if steps is None else steps)
         self.strides = [int(s) for s in (strides if strides is not None else self.STRIDES)]
         if not self.strides or min(self.strides) < 1:
             raise _core.InvalidArgumentError(f"banks: strides must be >= 1, got {self.strides}")

@@ -18,7 +18,7 @@ from .. import _core
 from ..checks import compare_close, poison_device
 from ..program import ceil_to
 from ..results import OK
-from ._kit import FLOAT, check_copy, pick
+from ._kit import FLOAT, check_copy, pick, positive
 from .base import Check, Experiment, Launch, noise_note
 
 KERNELS = ("copy", "matmul")
@@ -74,9 +74,8 @@ class BlockSize(Experiment):
             raise _core.InvalidArgumentError(
                 f"{self.id}: {self.items} items are fewer than the largest work-group "
                 f"({max(self.sizes)})")
-        self.n = int(n) if n is not None else (2048 if info.is_gpu else 128)
-        if self.n <= 0:
-            raise _core.InvalidArgumentError(f"{self.id}: matrix order must be positive, got {self.n}")
+        default_n = 2048 if info.is_gpu else 128
+        self.n = positive(self.id, "matrix order", default_n if n is None else n)
         capacity = (self.items + GUARD_ELEMENTS) * FLOAT
         if max(capacity, self.n * self.n * FLOAT) > info.max_alloc_bytes:
             raise _core.InvalidArgumentError(
