@@ -4,12 +4,15 @@
    PyOpenCL's enqueue + wait + profile read.
 2. The offset sweep (33 points, 2 x 256 MiB buffers, 3 warm-up + 20 timed launches): the
    verified experiment (pyclperf.run("offset")), the same unverified, and a 30-line PyOpenCL loop
-   doing the same launches.
+   doing the same launches: the experiment's own kernel (kernels/copy.cl's offset_copy), the
+   same ranges, the same offsets.
 
 Each side runs in its own process (PyOpenCL's wheel bundles its own ICD loader: --vendors DIR
-is made for it, naming NVIDIA's library). Run on the GPU machine:
+is made for it, naming NVIDIA's library), pinned to the same CPUs (--cpus), the sides taking
+turns for --rounds rounds; the summary gives each figure's median over the rounds and the
+ratios. Run on the GPU machine:
 
-    python benchmarks/overhead.py --device nvidia --json overhead.json
+    python benchmarks/overhead.py --device nvidia --rounds 5 --json overhead.json
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from typing import Any
 import numpy as np
 
 TINY = "__kernel void tiny(__global float* x) { x[get_global_id(0)] = 1.0f; }"
-OFFSET = """__kernel void offset_copy(__global float* dst, __global const float* src, const int k) {
-    const int i = get_global_id(0) + k; dst[i] = src[i]; }"""
+# The experiment's own kernel, read from the source tree so that the PyOpenCL side needs no
+# pyclperf.
+OFFSET = (Path(__file__).resolve().parent.parent / "kernels" / "copy.cl").read_text()
 ITEMS = 1 << 26  # 256 MiB of floats per buffer
 CALLS = 5000
 
@@ -72,6 +76,8 @@ def side_pyclperf(device: str, items: int) -> dict[str, Any]:
         out[f"{key}_experiment_s"] = time.perf_counter() - t0
         out[f"{key}_statuses"] = sorted({r["status"] for r in res.rows})
         out[f"{key}_launches"] = int(sum(r.get("n", 0) for r in res.rows))
+        # The timed launches' own time: the rest of the wall time is the host's (and warm-ups).
+        out[f"{key}_timed_s"] = sum(r.get("n", 0) * r.get("mean_ns", 0.0) for r in res.rows) * 1e-9
     return out
 
 
@@ -109,6 +115,31 @@ def side_pyopencl(items: int) -> dict[str, Any]:
     return out
 
 
+def summarize(out: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Median over the rounds of each figure, and pyclperf's figures over PyOpenCL's."""
+    def median(side: str, key: str) -> float:
+        values = [r[key] for r in out.get(side, []) if key in r]
+        return float(np.median(values)) if values else float("nan")
+
+    reference_call = median("pyopencl", "time_us")
+    reference_loop = median("pyopencl", "unverified_loop_s")
+    summary: dict[str, Any] = {"rounds": len(out.get("pyclperf", [])),
+                               "pyopencl_time_us": reference_call,
+                               "pyopencl_loop_s": reference_loop}
+    for key in ("time_us", "run_us", "unverified_loop_s", "unverified_experiment_s",
+                "verified_experiment_s"):
+        summary[key] = median("pyclperf", key)
+        base = reference_call if key.endswith("_us") else reference_loop
+        summary[f"{key}_over_pyopencl"] = summary[key] / base
+    # Round by round too: the targets read "in the same device run".
+    pairs = list(zip(out.get("pyclperf", []), out.get("pyopencl", [])))
+    for mine, theirs, name in (("time_us", "time_us", "time"),
+                               ("unverified_experiment_s", "unverified_loop_s", "experiment")):
+        summary[f"{name}_over_pyopencl_each_round"] = [
+            round(c[mine] / p[theirs], 4) for c, p in pairs if mine in c and theirs in p]
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="nvidia")
@@ -116,7 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--items", type=int, default=ITEMS)
     ap.add_argument("--vendors", default="/tmp/kt-vendors")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--cpus", default="2,3", help="CPUs every side is pinned to ('' for none)")
     args = ap.parse_args(argv)
+    if args.cpus:
+        # One CPU set for both sides: where the thread runs moves per-call figures by more than
+        # the difference being measured.
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     if args.side == "pyclperf":
         print(json.dumps(side_pyclperf(args.device, args.items)))
         return 0
@@ -130,18 +167,23 @@ def main(argv: list[str] | None = None) -> int:
             (vend / "nvidia.icd").write_text(lib + "\n")
             break
     out: dict[str, list[dict[str, Any]]] = {}
-    for side in ("pyopencl", "pyclperf", "pyopencl", "pyclperf"):
-        env = {**os.environ, "OCL_ICD_VENDORS": str(vend)} if side == "pyopencl" else dict(os.environ)
-        done = subprocess.run([sys.executable, __file__, "--side", side, "--device", args.device,
-                               "--items", str(args.items)], env=env, capture_output=True, text=True)
-        if done.returncode:
-            print(done.stderr[-3000:], file=sys.stderr)
-            out.setdefault(side, []).append({"error": done.stderr[-1500:]})
-            continue
-        out.setdefault(side, []).append(json.loads(done.stdout.strip().splitlines()[-1]))
+    for _ in range(args.rounds):
+        for side in ("pyopencl", "pyclperf"):
+            env = {**os.environ, "OCL_ICD_VENDORS": str(vend)} if side == "pyopencl" else dict(os.environ)
+            done = subprocess.run([sys.executable, __file__, "--side", side, "--device", args.device,
+                                   "--items", str(args.items), "--cpus", args.cpus],
+                                  env=env, capture_output=True, text=True)
+            if done.returncode:
+                print(done.stderr[-3000:], file=sys.stderr)
+                out.setdefault(side, []).append({"error": done.stderr[-1500:]})
+                continue
+            out.setdefault(side, []).append(json.loads(done.stdout.strip().splitlines()[-1]))
     for side, runs in out.items():
         for r in runs:
             print(side, json.dumps(r))
+    summary = summarize(out)
+    print(json.dumps(summary, indent=1))
+    out["summary"] = [summary]
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0
