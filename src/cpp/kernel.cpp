@@ -128,7 +128,11 @@ void Kernel::set_buffer(std::size_t index, BufferPtr buffer) {
     if (buffer->context() != program_->context())
         throw InvalidArgument(describe_param(name_, index, a) +
                               ": the buffer belongs to another context");
-    kernel_.setArg(static_cast<cl_uint>(index), buffer->handle());
+    const auto& handle = buffer->handle();  // ReleasedError for a released buffer
+    // Bound here already (a sweep sets every argument again for each point): the driver call
+    // would change nothing.
+    if (buffers_[index] == buffer) return;
+    kernel_.setArg(static_cast<cl_uint>(index), handle);
     mark_set(index);
     any_pinned_ = any_pinned_ || std::dynamic_pointer_cast<PinnedBuffer>(buffer) != nullptr;
     buffers_[index] = std::move(buffer);
