@@ -208,3 +208,17 @@ def test_rebinding_a_buffer_skips_only_what_is_bound_already(ctx, prog):
         a.read(expected)
         assert np.array_equal(got, expected + np.float32(1)), target
         outs[target].write(np.full(64, np.nan, np.float32))  # poisoned again for the next turn
+
+
+def test_a_kernel_whose_arguments_were_set_is_freed(ctx, prog):
+    # set_arg caches the parameters on the kernel: the cache must not keep the kernel alive
+    # (an ArgInfo refers to its kernel; stored on it, it made a cycle the GC could not see).
+    import gc
+    import weakref
+
+    k = prog.kernel("add").set_args(ctx.buffer(4096), ctx.buffer(4096), 64)
+    k.run(64, 64)
+    gone = weakref.ref(k)
+    del k
+    gc.collect()
+    assert gone() is None

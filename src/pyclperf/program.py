@@ -47,6 +47,18 @@ def _as_size(value: Any, name: str) -> list[int]:
     return out
 
 
+@dataclass(frozen=True)
+class _Param:
+    """What set_arg needs of a kernel parameter (a copy of its ArgInfo)."""
+
+    name: str
+    type_name: str
+    address_qualifier: str
+    is_pointer: bool
+    is_image: bool
+    is_sampler: bool
+
+
 class Program(_core.Program):
     """OpenCL C built for one context (see Context.program, which caches builds)."""
 
@@ -59,10 +71,13 @@ class Kernel(_core.Kernel):
     LocalMemory."""
 
     @functools.cached_property
-    def _declared(self) -> tuple[_core.ArgInfo, ...]:
+    def _declared(self) -> tuple["_Param", ...]:
         # The parameters never change, and ``args`` builds a new list of them on every access
         # (about 1 us), which set_arg would otherwise pay for each argument of every launch.
-        return tuple(self.args)
+        # Plain copies: an ArgInfo keeps its kernel alive, and one stored on the kernel would
+        # make a cycle the garbage collector cannot see (the kernel would never be freed).
+        return tuple(_Param(a.name, a.type_name, a.address_qualifier, a.is_pointer, a.is_image,
+                            a.is_sampler) for a in self.args)
 
     @functools.cached_property
     def _object_types(self) -> tuple[type | None, ...]:
