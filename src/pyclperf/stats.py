@@ -22,7 +22,8 @@ def summarize(times_ns: Any) -> dict[str, float]:
     # non-finite, which is checked before a Python sort that NaNs would leave out of order.
     total = float(raw.sum())
     # A plain sorted list: a sweep summarizes every point, and for the tens of values a point
-    # has, NumPy's per-call costs outweigh the work (this takes a third of the time).
+    # has, NumPy's per-call costs outweigh the work (20 values: 8.7 us against 14.5 with np.sort
+    # and NumPy indexing).
     t = sorted(raw.tolist())
     if not math.isfinite(total) or t[0] < 0:
         raise ValueError("timings must be finite and non-negative")
