@@ -145,13 +145,7 @@ std::vector<double> time_kernel_durations(Kernel& kernel, const NDRange& range, 
                                           int repeats) {
     const auto& queue = kernel.context()->queue();
     return guarded(kernel, range, [&](auto op) {
-        return time_event_durations(
-            queue,
-            [&] {
-                const auto e = op();
-                return EventSpan{e, e};
-            },
-            warmup, repeats);
+        return time_event_durations(queue, single_command(op), warmup, repeats);
     });
 }
 

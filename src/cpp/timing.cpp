@@ -117,15 +117,16 @@ std::vector<double> time_event_durations(const cl::CommandQueue& queue, const En
     return out;
 }
 
+EnqueueSpan single_command(Enqueue op) {
+    return [op = std::move(op)] {
+        const auto e = op();
+        return EventSpan{e, e};
+    };
+}
+
 std::vector<EventTimes> time_events(const cl::CommandQueue& queue, const Enqueue& op, int warmup,
                                     int repeats) {
-    return time_event_spans(
-        queue,
-        [&] {
-            const auto e = op();
-            return EventSpan{e, e};
-        },
-        warmup, repeats);
+    return time_event_spans(queue, single_command(op), warmup, repeats);
 }
 
 std::vector<double> time_durations(const cl::CommandQueue& queue, const EnqueueSpan& op,

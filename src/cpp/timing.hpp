@@ -31,6 +31,9 @@ struct EventSpan {
 };
 using EnqueueSpan = std::function<EventSpan()>;
 
+// An operation of one command as a span of that command alone.
+EnqueueSpan single_command(Enqueue op);
+
 // Every blocking wait of a launch or timing loop (clFinish, clWaitForEvents) runs inside one.
 // The Python bindings install hooks that give up the GIL here when the calling thread holds it,
 // so the core stays free of Python and a launch holds the GIL everywhere but where it blocks
