@@ -3,7 +3,10 @@
 Job: a float4 copy of 256 MiB, block_size_x 32..1024 x ELEMS 1..8 (24 configurations), 20
 iterations each, the answer checked. Reports per tool: configurations run and verified, the best
 time, and wall time per verified configuration (the whole tuning call, builds and checks
-included). Run on the GPU machine:
+included). pyclperf runs twice per process: supervised (its default: the kernel in a worker
+process) as the first call of the process (the worker starts during it) and as the second (the
+worker is warm), and in its own process with isolate=False (the unprotected path). Run on the
+GPU machine:
 
     python benchmarks/kt_compare.py --device nvidia --json kt.json
 
@@ -57,24 +60,36 @@ def run_kernel_tuner(nbytes: int, iterations: int) -> dict[str, Any]:
             "ran": sorted((r["block_size_x"], r["ELEMS"]) for r in ran)}
 
 
-def run_pyclperf(nbytes: int, iterations: int, device: str) -> dict[str, Any]:
+def _pyclperf_once(ctx: Any, nbytes: int, iterations: int, isolate: bool, label: str
+                   ) -> dict[str, Any]:
     import pyclperf
 
-    ctx = pyclperf.Context(device)
     dst, src = _arrays(nbytes)
     start = time.perf_counter()
     res = pyclperf.tune(SOURCE, "copy4", src.size // 4, [dst, src], PARAMS, ctx=ctx,
                         grid_div_x=GRID_DIV, answer=[src, None], iterations=iterations,
-                        min_time=0.0, max_repeats=iterations, progress=False)
+                        min_time=0.0, max_repeats=iterations, progress=False, isolate=isolate)
     wall = time.perf_counter() - start
     ok = [r for r in res.rows if r["status"] == "ok"]
     best = res.best()
-    return {"tool": f"pyclperf {pyclperf.__version__}", "device": ctx.info.name,
+    return {"tool": f"pyclperf {pyclperf.__version__} {label}", "device": ctx.info.name,
             "configs": len(res.rows), "verified": len(ok), "wall_s": wall,
             "best_ms": best["time_ms"], "best": {k: best[k] for k in PARAMS},
             "ran": sorted((r["block_size_x"], r["ELEMS"]) for r in ok),
             "statuses": sorted({r["status"] for r in res.rows}),
             "kernel_work_group_size": sorted({r.get("kernel_work_group_size") for r in ok})}
+
+
+def run_pyclperf(nbytes: int, iterations: int, device: str, isolate: bool) -> list[dict[str, Any]]:
+    """Supervised: the process's first call (the worker starts in it) and its second (warm);
+    in-process: one call."""
+    import pyclperf
+
+    ctx = pyclperf.Context(device)
+    if not isolate:
+        return [_pyclperf_once(ctx, nbytes, iterations, False, "in-process")]
+    return [_pyclperf_once(ctx, nbytes, iterations, True, "supervised, first call"),
+            _pyclperf_once(ctx, nbytes, iterations, True, "supervised, warm worker")]
 
 
 def _vendors(path: Path) -> Path:
@@ -91,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="nvidia")
     ap.add_argument("--mib", type=int, default=256, help="bytes copied per launch, MiB")
     ap.add_argument("--iterations", type=int, default=20)
-    ap.add_argument("--tool", choices=["both", "kt", "pyclperf"], default="both")
+    ap.add_argument("--tool", choices=["both", "kt", "pyclperf", "pyclperf-inprocess"],
+                    default="both")
     ap.add_argument("--vendors", default="/tmp/kt-vendors")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
@@ -99,11 +115,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.tool == "kt":
         print(json.dumps(run_kernel_tuner(nbytes, args.iterations)))
         return 0
-    if args.tool == "pyclperf":
-        print(json.dumps(run_pyclperf(nbytes, args.iterations, args.device)))
+    if args.tool in ("pyclperf", "pyclperf-inprocess"):
+        print(json.dumps(run_pyclperf(nbytes, args.iterations, args.device,
+                                      args.tool == "pyclperf")))
         return 0
-    out = {}
-    for tool in ("kt", "pyclperf", "kt", "pyclperf"):  # twice each, alternating
+    out: dict[str, list[dict[str, Any]]] = {}
+    # Twice each, alternating.
+    for tool in ("kt", "pyclperf", "pyclperf-inprocess", "kt", "pyclperf", "pyclperf-inprocess"):
         env = dict(os.environ)
         if tool == "kt":
             env["OCL_ICD_VENDORS"] = str(_vendors(Path(args.vendors)))
@@ -114,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
             print(done.stdout[-2000:], done.stderr[-4000:], file=sys.stderr)
             out.setdefault(tool, []).append({"error": done.stderr[-2000:]})
             continue
-        out.setdefault(tool, []).append(json.loads(done.stdout.strip().splitlines()[-1]))
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        for r in got if isinstance(got, list) else [got]:
+            key = tool if tool == "kt" else ("pyclperf-warm" if "warm" in r["tool"] else tool)
+            out.setdefault(key, []).append(r)
     print("| run | tool | configs | verified | best ms | wall s | wall s / verified config |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for tool, runs in out.items():
@@ -133,8 +154,16 @@ def main(argv: list[str] | None = None) -> int:
         per_pc = max(r["wall_s"] / r["verified"] for r in pc)
         missing = sorted(set(map(tuple, kt[0]["ran"])) - set(map(tuple, pc[0]["ran"])))
         print(f"best time pyclperf / Kernel Tuner: {best_pc / best_kt:.4f}; wall per verified "
-              f"configuration (pyclperf's slowest run / Kernel Tuner's fastest): {per_pc / per_kt:.3f}; "
-              f"configurations Kernel Tuner ran that pyclperf did not: {missing or 'none'}")
+              f"configuration (pyclperf supervised, first call, slowest run / Kernel Tuner's "
+              f"fastest): {per_pc / per_kt:.3f}; configurations Kernel Tuner ran that pyclperf "
+              f"did not: {missing or 'none'}")
+    if good.get("pyclperf") and good.get("pyclperf-inprocess"):
+        inproc = min(r["wall_s"] for r in good["pyclperf-inprocess"])
+        for key in ("pyclperf", "pyclperf-warm"):
+            walls = [r["wall_s"] for r in good.get(key, [])]
+            if walls:
+                print(f"supervision cost, {key} / in-process wall (slowest / fastest): "
+                      f"{max(walls) / inproc:.3f}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0

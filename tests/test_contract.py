@@ -144,6 +144,7 @@ def test_one_file_per_experiment_named_after_its_id():
         assert cls.__module__ == f"pyclperf.experiments.{cls.id}", (cls.id, cls.__module__)
     # Each kernel file is one experiment's, or a shared one: the copy kernels four of them
     # share and the device-side generator and compare (checks.DeviceCheck). (bandwidth.cl is
-    # the bandwidth experiment's; benchmarks/honest_reference.py uses it too.)
-    shared = {"copy", "verify"}
+    # the bandwidth experiment's; benchmarks/honest_reference.py uses it too.) checksum.cl is
+    # the tuner's: guard zones and const inputs checked on the device (engine/intact.py).
+    shared = {"copy", "verify", "checksum"}
     assert {p.stem for p in kernels.glob("*.cl")} - shared <= set(REGISTRY)

@@ -8,7 +8,9 @@ import pytest
 from pyclperf import tune
 from pyclperf.engine.arguments import Arguments
 
-FAST = dict(min_time=0.0, min_repeats=2, max_repeats=2, warmup=0)
+# These tests count what happens inside this process (uploads, callable calls): they run the
+# sweep here (isolate=False), where monkeypatches and counters can see it.
+FAST = dict(min_time=0.0, min_repeats=2, max_repeats=2, warmup=0, isolate=False)
 
 SCALE = """__kernel void scale(__global float* y, __global const float* x) {
     const int i = get_global_id(0); y[i] = 2.0f * x[i]; }"""

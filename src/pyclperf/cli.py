@@ -220,9 +220,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     spec = parse_spec(args.spec)
     kwargs = dict(spec.kwargs)
-    for key in ("strategy", "max_fevals", "time_limit", "out", "cache"):
+    for key in ("strategy", "max_fevals", "time_limit", "timeout", "out", "cache"):
         if getattr(args, key) is not None:
             kwargs[key] = getattr(args, key)
+    if args.no_isolate:
+        kwargs["isolate"] = False
     if args.dry_run:
         shown = {k: v for k, v in kwargs.items() if k not in ("source", "args", "answer", "metrics")}
         total, allowed = spec.space_size()
@@ -317,6 +319,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--strategy", default=None, help="override the spec's strategy")
     t.add_argument("--max-fevals", type=int, default=None, help="override the spec's max_fevals")
     t.add_argument("--time-limit", type=float, default=None, help="override the spec's time_limit (s)")
+    t.add_argument("--timeout", type=float, default=None,
+                   help="seconds one configuration may take (build, verification, timing) before "
+                        "its worker is stopped and its row says 'timeout' (default: the spec's, "
+                        "else 10x the slowest so far, at least 30)")
+    t.add_argument("--no-isolate", action="store_true",
+                   help="run the kernel in this process, not a supervised worker: unprotected "
+                        "from a kernel that crashes, corrupts memory or hangs")
     t.add_argument("--out", default=None, help="override the spec's results file")
     t.add_argument("--cache", default=None, help="override the spec's Kernel Tuner cache file")
     t.add_argument("--top", type=int, default=10, help="rows of the best-configs table (default 10)")

@@ -33,8 +33,10 @@ BUILD_FAILED = "build failed"      # the OpenCL compiler refused the source (row
 LAUNCH_FAILED = "launch failed"    # the driver refused or aborted the launch (row has the error)
 INVALID = "invalid"                # the harness or a user callable raised (row has the message)
 SKIPPED = "skipped"                # not run: a restriction, a missing feature, a device limit
-CRASHED = "crashed"                # took its worker process down (isolated or distributed runs)
-STATUSES = (OK, TIMED, WRONG, OUT_OF_BOUNDS, BUILD_FAILED, LAUNCH_FAILED, INVALID, SKIPPED, CRASHED)
+CRASHED = "crashed"                # took its worker process down (supervised or distributed runs)
+TIMEOUT = "timeout"                # ran past its time limit; its worker process was stopped
+STATUSES = (OK, TIMED, WRONG, OUT_OF_BOUNDS, BUILD_FAILED, LAUNCH_FAILED, INVALID, SKIPPED, CRASHED,
+            TIMEOUT)
 # Statuses that are not failures: a row that ran as intended, or was deliberately not run.
 NOT_FAILED = (OK, TIMED, SKIPPED)
 

@@ -31,11 +31,15 @@ def assert_kernel(
     atol: float = 1e-8,
     poison: bool | Sequence[int | str] = True,
     inout: Sequence[int | str] = (),
+    isolate: bool = True,
+    timeout: float | None = None,
 ) -> list[Any]:
     """Run a kernel once and assert its outputs match ``expected`` (parallel to ``args``; None
     where unchecked). The launch runs as tune() runs a configuration: arrays checked against
     the kernel's declared types, placed in padded and guarded buffers, checked outputs poisoned
-    first (unless ``poison`` says otherwise). Returns the arguments with arrays read back."""
+    first (unless ``poison`` says otherwise), and, unless ``isolate=False``, in a worker
+    process, so a kernel that crashes or hangs (past ``timeout`` seconds) fails the assertion
+    instead of the test session. Returns the arguments with arrays read back."""
     from .engine.measure import ConfigFailed, Job, verified_launch
     from .engine.space import Geometry
     from .engine.verification import Verification
@@ -44,10 +48,17 @@ def assert_kernel(
         raise ValueError(f"expected has {len(expected)} entries for {len(args)} arguments")
     dims = _dims(global_size)
     local = None if local_size is None else _dims(local_size)
-    job = Job(ctx, source, kernel_name, list(args),
+    job = Job(None if isolate else ctx, source, kernel_name, list(args),
               Geometry(tuple(dims), global_size=lambda c: dims, local_size=local),
               Verification(list(expected), rtol=rtol, atol=atol), options, poison=poison,
               inout=list(inout))
+    if isolate:
+        from .engine.run import supervised_call
+
+        def failure(status: str, message: str) -> AssertionError:
+            return AssertionError(f"kernel '{kernel_name}': {status}: {message}")
+
+        return supervised_call(job, ctx, "check", dict(defines or {}), timeout, failure)
     try:
         verified_launch(job, dict(defines or {}), {})
         return job.arguments.outputs()

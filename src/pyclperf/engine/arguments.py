@@ -18,9 +18,20 @@ import numpy as np
 from .. import _core
 from ..program import LocalMemory
 from . import argtypes
+from .intact import checksum
 
-# Bytes past the launched range that must still hold poison after the verified launch.
-GUARD_BYTES = 4096
+# Bytes past the launched range that must still hold their pattern after the verified launch:
+# GUARD_FACTOR times the array's launched bytes, at least GUARD_MIN and at most GUARD_MAX. Wide,
+# so that a write far past the end (an offset added twice, a wrong tile size) still lands in the
+# guard and is measured, instead of in memory nobody checks; cheap, since the guard is written
+# and checked on the device.
+GUARD_MIN = 1 << 16
+GUARD_FACTOR = 32
+GUARD_MAX = 32 << 20
+
+
+def guard_bytes_for(data_bytes: int) -> int:
+    return min(GUARD_MAX, max(GUARD_MIN, GUARD_FACTOR * int(data_bytes)))
 # Buffer sizes are rounded to this, so that any fill pattern (1..128 bytes) tiles them.
 ALIGN = 128
 
@@ -75,7 +86,7 @@ class Placed:
     # again (Arguments._place).
     dirty: bool = True
     writable: bool = True
-
+    guard_sum: int | None = None  # checksum of the guard zone's words as written
     @property
     def nbytes(self) -> int:
         return int(self.host.nbytes)
@@ -95,6 +106,13 @@ class Arguments:
         self.values: list[Any] = []
         self.placed: dict[int, Placed] = {}
         self.names: list[str] = []
+        # A write found reaching the far end of a guard zone: it may have gone on into memory
+        # that is not ours, so the process that ran it is not to be trusted further.
+        self.escaped = False
+        self.guard_bytes: int | None = None  # a fixed guard size (extent probes); else by size
+        # Per argument index, a device buffer holding that argument's guard pattern: guard
+        # zones are written from it by a device-side copy, not uploaded.
+        self.templates: dict[int, Any] = {}
 
     # --- binding ---------------------------------------------------------------------------
     def bind(self, kernel: Any, values: Sequence[Any], launched_items: int,
@@ -130,6 +148,7 @@ class Arguments:
                 device_args.append(argtypes.scalar_for(i, info, value))
         for i in [i for i in self.placed if not isinstance(self.values[i], np.ndarray)]:
             del self.placed[i]
+
         kernel.set_args(*device_args)
 
     def _place(self, index: int, array: np.ndarray, info: Any, launched_items: int,
@@ -140,7 +159,9 @@ class Arguments:
         declared, width, _ = argtypes.element_type(info.type_name)
         item = declared.itemsize * width if declared is not None else host.itemsize
         # Every launched work-item may touch one element: cover that, then the guard zone.
-        capacity = _round_up(max(host.nbytes, launched_items * item) + GUARD_BYTES, ALIGN)
+        data = max(host.nbytes, launched_items * item)
+        guard = self.guard_bytes if self.guard_bytes is not None else guard_bytes_for(data)
+        capacity = _round_up(data + guard, ALIGN)
         old = self.placed.get(index)
         if old is not None and old.capacity >= capacity and old.host.nbytes == host.nbytes:
             # The same array again, for a parameter no kernel can write (const or __constant),
@@ -196,7 +217,20 @@ class Arguments:
         self._write_guard(index, p)
 
     def _write_guard(self, index: int, p: Placed) -> None:
-        p.buffer.write(np.resize(guard_pattern(index), p.capacity - p.nbytes), p.nbytes)
+        """The guard pattern from the array's end to the buffer's, copied on the device from
+        the argument's template; its checksum is taken the first time (guard_problem compares)."""
+        size = p.capacity - p.nbytes
+        template = self.templates.get(index)
+        if template is None or template.nbytes < size:
+            if template is not None:
+                template.release()
+            template = _core.Buffer(self.ctx, _round_up(size, ALIGN))
+            template.fill(guard_pattern(index))
+            self.templates[index] = template
+        p.buffer.copy_from(template, size, 0, p.nbytes)
+        if p.guard_sum is None:
+            start = _round_up(p.nbytes, 4)
+            p.guard_sum = checksum(self.ctx, p.buffer, p.capacity - start, start)
 
     def restore_inout(self) -> None:
         """Put every in/out argument's input back (a device-side copy, outside any timing)."""
@@ -215,22 +249,74 @@ class Arguments:
         return [self.fetch(i) if i in self.placed else v for i, v in enumerate(self.values)]
 
     def guard_problem(self) -> str:
-        """Which arguments the kernel wrote past the end of (empty when none)."""
+        """Which arguments the kernel wrote past the end of (empty when none), with how far:
+        counted in elements, from the first element past the end that changed to the last. A
+        change at the very end of a guard zone sets ``escaped``: the write may go further."""
         found = []
         for i, p in sorted(self.placed.items()):
+            if self._guard_intact(i, p):
+                continue
             tail = np.empty(p.capacity - p.nbytes, dtype=np.uint8)
             p.buffer.read(tail, p.nbytes)
             changed = np.flatnonzero(tail != np.resize(guard_pattern(i), tail.size))
             if changed.size:
                 p.dirty = True  # the guard must be written again before the next launch
                 item = p.host.itemsize
-                first, last = int(changed[0]) // item, int(changed[-1]) // item
+                elements = np.unique(changed // item)
+                first, last = int(elements[0]), int(elements[-1])
+                reaches_end = int(changed[-1]) >= tail.size - item
+                self.escaped |= reaches_end
+                n = p.host.size
+                span = (f"element {n + first}" if first == last
+                        else f"elements {n + first} to {n + last}")
+                extent = (f"{last + 1} element{'s' if last else ''} past the end"
+                          if not reaches_end else
+                          f"at least {last + 1} elements past the end: the whole "
+                          f"{tail.size}-byte guard zone changed, so the write may reach further")
                 found.append(f"argument {i} ('{self.names[i]}'): the kernel wrote past the end of "
-                             f"its {p.host.size}-element array, from {first} to {last} elements "
-                             f"past the end ({changed.size} bytes changed)")
+                             f"its {n}-element array, {extent} ({span} changed; "
+                             f"{elements.size} element{'s' if elements.size != 1 else ''} in all)")
+        return "; ".join(found)
+
+    def _guard_intact(self, index: int, p: Placed) -> bool:
+        """The device-side check: the guard's whole words by checksum, the bytes before the
+        first whole word (an array whose size is no multiple of 4) read back."""
+        start = _round_up(p.nbytes, 4)
+        if start > p.nbytes:
+            head = np.empty(start - p.nbytes, np.uint8)
+            p.buffer.read(head, p.nbytes)
+            if not np.array_equal(head, np.resize(guard_pattern(index), head.size)):
+                return False
+        return checksum(self.ctx, p.buffer, p.capacity - start, start) == p.guard_sum
+
+    def sealed(self, skip: Sequence[int]) -> dict[int, int]:
+        """Checksums of the arrays no kernel may write (declared const or __constant), except
+        ``skip``: taken before a launch, compared by breached() after it."""
+        from .intact import checksum
+
+        return {i: checksum(self.ctx, p.buffer, p.nbytes) for i, p in sorted(self.placed.items())
+                if not p.writable and i not in skip and p.pristine is None}
+
+    def breached(self, seals: dict[int, int]) -> str:
+        """Which sealed arrays the launch changed, and where (empty when none)."""
+        from .intact import changed_span, checksum
+
+        found = []
+        for i, before in seals.items():
+            p = self.placed[i]
+            if checksum(self.ctx, p.buffer, p.nbytes) == before:
+                continue
+            p.dirty = True
+            found.append(f"argument {i} ('{self.names[i]}'), an input declared const, was changed "
+                         f"by the launch ({changed_span(p.host, self.fetch(i))}): a write past "
+                         "another array's end landed in it, or the kernel casts away const")
+            self.escaped = True  # the write went beyond every guard zone
         return "; ".join(found)
 
     def release(self) -> None:
+        for t in self.templates.values():
+            t.release()
+        self.templates.clear()
         for p in self.placed.values():
             p.buffer.release()
             if p.pristine is not None:

@@ -214,17 +214,10 @@ class Fleet:
             time.sleep(0.2)
 
     @classmethod
-    def open(cls, devices: Any = None, client: Any = None, isolate: bool = False,
-             ctx: Any = None) -> "Fleet":
+    def open(cls, devices: Any = None, client: Any = None) -> "Fleet":
         if client is not None:
             return cls(client)
-        if isolate and devices is None:
-            devices = [f"{ctx.info.platform_index}:{ctx.info.device_index}"] if ctx is not None \
-                else [None]
-        specs = device_specs(devices)
-        if isolate:
-            specs = specs[:1]
-        return cls.local(specs)
+        return cls.local(device_specs(devices))
 
     @classmethod
     def local(cls, specs: Sequence[str]) -> "Fleet":

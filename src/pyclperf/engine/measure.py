@@ -167,6 +167,35 @@ def measure(job: Job, config: Config) -> dict[str, Any]:
     return row
 
 
+def guarded_launch(job: Job, kernel: Any, g: list[int], local: list[int] | None,
+                   values: list[Any], inout: list[int], poisoned: list[int]) -> None:
+    """One launch with every guard zone and every const input checked after it; raises
+    ConfigFailed(OUT_OF_BOUNDS) naming the arguments hit and how far the write went."""
+    args = job.arguments
+    seals = args.sealed(skip=poisoned)
+    _launch(kernel, g, local)
+    problem = args.guard_problem() or args.breached(seals)
+    if problem:
+        raise ConfigFailed(OUT_OF_BOUNDS, problem)
+
+
+def probe_extent(job: Job, config: Config, guard_bytes: int) -> tuple[str, bool]:
+    """One launch of ``config`` with guard zones of ``guard_bytes``: (what the guards saw,
+    whether the write reached past them too). How far a write past an array's end really
+    goes is found by a supervisor asking fresh worker processes with ever wider guards: the
+    process that saw the write escape its guard may be damaged already."""
+    g, local = job.geometry.ndrange(config)
+    kernel = _build(job, config, {})
+    _check_launch(kernel, g, local)
+    args = job.arguments
+    args.guard_bytes = int(guard_bytes)
+    values = job.resolve_args(config)
+    args.bind(kernel, values, math.prod(g), _indices(job.inout, [a.name for a in kernel.args],
+                                                      "inout"))
+    _launch(kernel, g, local)
+    return args.guard_problem(), args.escaped
+
+
 def verified_launch(job: Job, config: Config, row: dict[str, Any]) -> tuple[Any, list[int], list[int] | None, list[int]]:
     """Build, bind and launch once with outputs poisoned and guard zones checked; raises
     ConfigFailed unless the outputs pass. Returns what timing needs."""
@@ -199,10 +228,7 @@ def verified_launch(job: Job, config: Config, row: dict[str, Any]) -> tuple[Any,
     poisoned = [i for i in poisoned if i in job.arguments.placed]
     for i in poisoned:
         job.arguments.poison(i)
-    _launch(kernel, g, local)
-    problem = job.arguments.guard_problem()
-    if problem:
-        raise ConfigFailed(OUT_OF_BOUNDS, problem)
+    guarded_launch(job, kernel, g, local, values, inout, poisoned)
     passed, detail = True, ""
     if job.verification.active:
         outputs = job.arguments.outputs()
@@ -246,12 +272,9 @@ def run_once(job: Job, config: Config) -> list[Any]:
         kernel = _build(job, config, row)
         _check_launch(kernel, g, local)
         values = job.resolve_args(config)
-        job.arguments.bind(kernel, values, math.prod(g),
-                           _indices(job.inout, [a.name for a in kernel.args], "inout"))
-        _launch(kernel, g, local)
-        problem = job.arguments.guard_problem()
-        if problem:
-            raise ConfigFailed(OUT_OF_BOUNDS, problem)
+        inout = _indices(job.inout, [a.name for a in kernel.args], "inout")
+        job.arguments.bind(kernel, values, math.prod(g), inout)
+        guarded_launch(job, kernel, g, local, values, inout, [])
         return job.arguments.outputs()
     except ConfigFailed as exc:
         raise KernelRunError(exc.status, str(exc)) from None

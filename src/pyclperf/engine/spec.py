@@ -22,6 +22,7 @@ Format (paths are relative to the spec file's folder; only the first five keys a
       "rtol": 1e-5, "atol": 1e-8,
       "inout": ["dst"],                           # restored before every launch (names/indices)
       "strategy": "brute_force", "strategy_options": {}, "max_fevals": 50, "time_limit": 600,
+      "timeout": 30,                              # seconds one configuration may take
       "seed": 1, "iterations": 7, "warmup": 3, "min_time": 0.05,
       "out": "copy_tune.jsonl", "cache": "copy_cache.json", "t4": "copy_t4.json"
     }
@@ -50,8 +51,8 @@ from .strategies import STRATEGIES
 REQUIRED = ("kernel_source", "kernel_name", "problem_size", "arguments", "tune_params")
 OPTIONAL = ("restrictions", "grid_div_x", "grid_div_y", "grid_div_z", "block_size_names",
             "compiler_options", "metrics", "reference", "rtol", "atol", "strategy",
-            "strategy_options", "max_fevals", "time_limit", "seed", "data_seed", "iterations", "inout",
-            "warmup", "min_time", "min_repeats", "max_repeats", "out", "cache", "t4", "comment")
+            "strategy_options", "max_fevals", "time_limit", "timeout", "seed", "data_seed", "iterations",
+            "inout", "warmup", "min_time", "min_repeats", "max_repeats", "out", "cache", "t4", "comment")
 FILLS = ("random", "zeros", "ones", "arange")
 _ARG_KEYS = ("name", "dtype", "size", "shape", "fill", "value", "local_nbytes")
 
@@ -260,6 +261,7 @@ def parse_spec(path: str | os.PathLike[str]) -> TuneSpec:
                              ("min_repeats", _is_int, "an integer"),
                              ("max_repeats", _is_int, "an integer"),
                              ("time_limit", _is_num, "a number"), ("min_time", _is_num, "a number"),
+                             ("timeout", lambda v: _is_num(v) and v > 0, "a positive number"),
                              ("rtol", _is_num, "a number"), ("atol", _is_num, "a number"),
                              ("out", lambda v: isinstance(v, str), "a path string"),
                              ("cache", lambda v: isinstance(v, str), "a path string"),
@@ -278,7 +280,7 @@ def parse_spec(path: str | os.PathLike[str]) -> TuneSpec:
             raise _fail("'inout' must be a list of argument names or indices")
         kwargs["inout"] = [_arg_index(r, names, "inout") for r in spec["inout"]]
     for key in ("grid_div_x", "grid_div_y", "grid_div_z", "block_size_names", "compiler_options",
-                "strategy_options", "max_fevals", "time_limit", "seed", "iterations", "warmup",
+                "strategy_options", "max_fevals", "time_limit", "timeout", "seed", "iterations", "warmup",
                 "min_time", "min_repeats", "max_repeats", "rtol", "atol"):
         if key in spec:
             kwargs[key] = spec[key]

@@ -18,44 +18,14 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .. import _core
-from ..results import INVALID, Results
-from ..sources import kernel_source
+from ..results import INVALID, TIMEOUT, Results
 from ..sweep import RowStream, base_meta
 from . import fingerprint as fp
-from .measure import Job, measure, prune, run_once
+from . import supervisor
+from .inputs import load_source, options_text, static_checks, supervise
+from .measure import Job, measure, prune
 from .space import Config, Divisor, Geometry, compile_divisors, config_key, configurations
 from .verification import Verification
-
-
-def load_source(source: str | os.PathLike[str]) -> str:
-    """OpenCL C given as text, as a path to a .cl file, or as the name of a shipped kernel file."""
-    text = os.fspath(source)
-    if "\n" in text or not text.endswith(".cl"):
-        return text
-    if Path(text).is_file():
-        return Path(text).read_text(encoding="utf-8")
-    try:
-        return kernel_source(text)
-    except FileNotFoundError as exc:
-        raise _core.InvalidArgumentError(f"{text!r} is not a path that exists here, and {exc}") from None
-
-
-def _static_checks(args: Sequence[Any]) -> None:
-    """Harness mistakes in the arguments themselves, before anything touches the device."""
-    from .argtypes import check_plain_array
-
-    for i, a in enumerate(args):
-        if isinstance(a, np.ndarray):
-            check_plain_array(i, a)
-        elif isinstance(a, (list, tuple)):
-            raise TypeError(f"argument {i} is a {type(a).__name__}: pass a NumPy array "
-                            "(np.asarray(values, dtype=...)) so its element type is explicit")
-
-
-def _options(options: str | Sequence[str], compiler_options: Sequence[str] | None) -> str:
-    parts = [options] if isinstance(options, str) else list(options)
-    parts += list(compiler_options or [])
-    return " ".join(p for p in parts if p)
 
 
 def _defining(job: Job, params: Mapping[str, Any], restrictions: Sequence[Any],
@@ -136,7 +106,8 @@ def tune(
     progress: bool | None = None,
     devices: Any = None,
     client: Any = None,
-    isolate: bool = False,
+    isolate: bool = True,
+    timeout: float | None = None,
 ) -> Results:
     """Build, verify and time ``kernel_name`` for the configurations of ``params``.
 
@@ -162,12 +133,17 @@ def tune(
       file continues only if every defining input (source, options, parameter names,
       arguments, answer, launch geometry, restrictions, device, driver, version) is unchanged.
       ``cache``: the same rows in Kernel Tuner's cache format.
+    * Supervision (``isolate=True``, the default): the kernel runs in a worker process that
+      holds the context and buffers, so a configuration that crashes, corrupts memory or hangs
+      costs its own row (``crashed``, ``out of bounds``, ``timeout``), never this process.
+      ``timeout`` bounds one configuration (build + verification + timing) in seconds; by
+      default 10x the slowest so far, at least 30 s. ``isolate=False`` runs in this process,
+      unprotected: a kernel that corrupts memory can take it down.
     * Many devices (``pip install "pyclperf[distributed]"``): ``devices="all"`` (every GPU
       here) or a list of device specs runs the configurations on a local Dask cluster, one
       worker process per device; ``client`` uses an existing Dask cluster instead (see
-      engine/distributed.py for the ``dask worker`` line); ``isolate=True`` runs them in one
-      worker process on ``ctx``'s device so a driver crash cannot take this process down.
-      Rows carry a ``device`` column; one that kills its worker twice is ``crashed``.
+      engine/distributed.py for the ``dask worker`` line). Rows carry a ``device`` column;
+      one that kills its worker twice is ``crashed``.
     """
     from ..context import Context
     from .restrictions import compile_restrictions
@@ -175,44 +151,51 @@ def tune(
     if (params is None) == (tune_params is None):
         raise TypeError("give the tunable parameters as params= or tune_params=, exactly once")
     space = dict(params if params is not None else tune_params or {})
-    distributed = devices is not None or client is not None or bool(isolate)
-    if not distributed:
+    distributed = devices is not None or client is not None
+    supervised = bool(isolate) and not distributed
+    if not distributed and not supervised:
         ctx = Context() if ctx is None else ctx
     if isinstance(restrictions, (str, bytes)) or callable(restrictions):
         restrictions = [restrictions]  # type: ignore[list-item]
     checks = compile_restrictions(list(restrictions), list(space))  # type: ignore[arg-type]
-    _static_checks(args)
+    static_checks(args)
     grid_div = compile_divisors((grid_div_x, grid_div_y, grid_div_z), list(space))
     if iterations is not None:
         min_repeats = max(1, int(iterations))
         max_repeats = max(max_repeats, min_repeats)
-    job = Job(None if distributed else ctx, load_source(source), kernel_name, list(args),
+    job = Job(None if distributed or supervised else ctx, load_source(source), kernel_name, list(args),
               Geometry(problem_size, global_size, (grid_div[0], grid_div[1], grid_div[2]),
                        block_size_names or ("block_size_x", "block_size_y", "block_size_z")),
               Verification(answer, reference, verify, rtol, atol),
-              _options(options, compiler_options), dict(metrics or {}), poison,
+              options_text(options, compiler_options), dict(metrics or {}), poison,
               list(inout), reset_outputs, warmup, min_time, min_repeats, max_repeats, pinned)
     configs, failed = prune(configurations(space), checks)
     _harness_check(job, configs)
-    fleet = None
+    fleet = sup = None
     if distributed:
         from .distributed import Fleet  # lazily: only this path needs Dask
 
-        fleet = Fleet.open(devices, client, isolate, ctx)
+        fleet = Fleet.open(devices, client)
         ctx = fleet.view
         job.forget_args()
+    elif supervised:
+        sup = supervise(job, ctx)
+        ctx = ctx if ctx is not None else supervisor.DeviceView(sup)
     try:
-        return _sweep(job, ctx, space, restrictions, configs, failed, fleet, kernel_name,
-                      problem_size, warmup, min_time, strategy, strategy_options, max_fevals,
-                      time_limit, seed, out, resume, cache, progress)
+        return _sweep(job, ctx, space, restrictions, configs, failed, fleet, sup, timeout,
+                      kernel_name, problem_size, warmup, min_time, strategy, strategy_options,
+                      max_fevals, time_limit, seed, out, resume, cache, progress)
     finally:
         if fleet is not None:
             fleet.close()
+        if sup is not None:
+            sup.close()
+            supervisor.checkin(sup)
 
 
 def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Sequence[Any],
-           configs: list[Config], failed: list[tuple[Config, str]], fleet: Any,
-           kernel_name: str, problem_size: Any, warmup: int, min_time: float, strategy: str,
+           configs: list[Config], failed: list[tuple[Config, str]], fleet: Any, sup: Any,
+           timeout: float | None, kernel_name: str, problem_size: Any, warmup: int, min_time: float, strategy: str,
            strategy_options: Mapping[str, Any] | None, max_fevals: int | None,
            time_limit: float | None, seed: int | None, out: Any, resume: bool, cache: Any,
            progress: bool | None) -> Results:
@@ -226,6 +209,7 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
                      method="events", warmup=warmup, min_time_s=min_time, strategy=strategy,
                      verified=job.verification.active, metrics=list(job.metrics), x=None,
                      defining=defining, space_size=len(configs) + len(failed),
+                     isolated=sup is not None or fleet is not None,
                      pruned=len(configurations(space)) - len(configs) - len(failed),
                      **({"devices": fleet.view.labels} if fleet is not None else {}))
     done: set[str] = set()
@@ -276,10 +260,22 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
             # returned Results only (the file's header was written before the sweep began).
             stream.results.meta["dask"] = fleet.sweep(job, search, strategy, done, finish, todo,
                                                       stream.batch)
+        started = time.monotonic()
         while fleet is None and (config := search.ask()) is not None:
             if config_key(config) in done:
                 continue
-            finish(config, measure(job, config))
+            if sup is None:
+                finish(config, measure(job, config))
+                continue
+            left = None if time_limit is None else float(time_limit) - (time.monotonic() - started)
+            if left is not None and left <= 0:
+                break
+            own = sup.limit(timeout)
+            row = sup.measure(config, own if left is None else min(own, left))
+            if row["status"] == TIMEOUT and left is not None and left < own:
+                stream.results.meta["stopped"] = "time_limit"  # cut by the run's limit: no row
+                break
+            finish(config, row)
     except KeyboardInterrupt:
         stream.results.meta["interrupted"] = True
     finally:
@@ -307,34 +303,4 @@ def _cache_writer(cache: Any, kernel_name: str, ctx: Any, problem_size: Any,
                        resume=resume)
 
 
-def run_kernel(
-    source: str | os.PathLike[str],
-    kernel_name: str,
-    problem_size: int | Sequence[int] | Callable[[Config], Any],
-    args: Sequence[Any],
-    params: Mapping[str, Any] | None = None,
-    *,
-    ctx: Any = None,
-    options: str | Sequence[str] = "",
-    global_size: Callable[[Config], Sequence[int]] | None = None,
-    grid_div_x: Divisor = None,
-    grid_div_y: Divisor = None,
-    grid_div_z: Divisor = None,
-    block_size_names: Sequence[str] | None = None,
-    inout: Sequence[int | str] = (),
-) -> list[Any]:
-    """Build and run one configuration once, inside padded and guarded buffers; return the
-    arguments with arrays read back. A write past an array's end, a refused launch or a wrong
-    argument raises an exception that names it."""
-    from ..context import Context
-
-    ctx = Context() if ctx is None else ctx
-    _static_checks(args)
-    job = Job(ctx, load_source(source), kernel_name, list(args),
-              Geometry(problem_size, global_size, (grid_div_x, grid_div_y, grid_div_z),
-                       block_size_names or ("block_size_x", "block_size_y", "block_size_z")),
-              Verification(), _options(options, None), inout=list(inout))
-    try:
-        return run_once(job, dict(params or {}))
-    finally:
-        job.arguments.release()
+from .run import run_kernel  # noqa: E402,F401  (public here before it had a module)
