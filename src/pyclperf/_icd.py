@@ -15,6 +15,9 @@ hence the copies). OCL_ICD_FILENAMES is not used to add drivers: the Khronos loa
 ocl-icd, the loader the wheel carries, ignores it; so where the wheel's loader runs, the libraries
 a user named there are written into the vendors directory too.
 
+Where PoCL from PyPI is among the drivers read, ``_pocl_cpu`` checks the CPU name it compiles
+for: its LLVM 14 detects ``generic`` on CPUs newer than itself and cannot build for that.
+
 This module must be imported before ``pyclperf._core``; it imports nothing heavy.
 ``PYCLPERF_NO_ICD_DISCOVERY=1`` turns all of it off.
 """
@@ -26,6 +29,8 @@ import hashlib
 import importlib.util
 import os
 import tempfile
+
+from . import _pocl_cpu
 
 SYSTEM_VENDORS = "/etc/OpenCL/vendors"
 POCL_ICD_NAME = "pyclperf-pypi-pocl.icd"
@@ -170,6 +175,10 @@ def configure(environ: dict[str, str] | None = None, vendors_dir: str | None = N
             what = {POCL_ICD_NAME: "PoCL from PyPI", NVIDIA_ICD_NAME: "unregistered NVIDIA driver"}
             notes += [f"added {what.get(name, 'OCL_ICD_FILENAMES library')} {lib} in {vendors}"
                       for name, lib in added.items()]
+
+    if pocl and pocl in {os.path.realpath(lib) for lib in icds.values()}:
+        # Also where a parent process registered it: its children read the same directory.
+        notes.append(_pocl_cpu.configure(pocl, env))
 
     files = ", ".join(f"{p} -> {lib}" for p, lib in icds.items()) or "none"
     notes.append(f"ICD files: {files}")

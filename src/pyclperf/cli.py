@@ -360,6 +360,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(exc, (PyclperfError, ValueError, FileNotFoundError, LockedError)):
             print(f"pyclperf: error: {exc}", file=sys.stderr)
+            if "unknown target CPU" in str(exc):  # clang's words: the way out is not in them
+                from pyclperf._pocl_cpu import BUILD_FAILURE_HINT
+
+                print(f"pyclperf: {BUILD_FAILURE_HINT}", file=sys.stderr)
             return EXIT_ERROR
         raise
 
