@@ -139,6 +139,6 @@ def test_view_shapes(ctx):
     pinned = pyclperf.PinnedBuffer(ctx, 24)
     assert pinned.array(np.float32, (2, 3)).shape == (2, 3)
     with pytest.raises(pyclperf.InvalidArgumentError, match="whole number"):
-        pinned.array(np.dtype("V16"))
+        pinned.array(np.dtype([("v", np.float32, 4)]))  # 16 bytes (raw "V16" holds no numbers)
     with pytest.raises(pyclperf.InvalidArgumentError, match="needs 32 bytes"):
         pinned.array(np.float32, (8,))

@@ -130,8 +130,8 @@ void Kernel::set_buffer(std::size_t index, BufferPtr buffer) {
                               ": the buffer belongs to another context");
     const auto& handle = buffer->handle();  // ReleasedError for a released buffer
     // Bound here already (a sweep sets every argument again for each point): the driver call
-    // would change nothing.
-    if (buffers_[index] == buffer) return;
+    // would change nothing. (After forget_args the binding stands but must count as set again.)
+    if (buffers_[index] == buffer && set_[index]) return;
     kernel_.setArg(static_cast<cl_uint>(index), handle);
     mark_set(index);
     any_pinned_ = any_pinned_ || std::dynamic_pointer_cast<PinnedBuffer>(buffer) != nullptr;
@@ -198,6 +198,11 @@ void Kernel::set_sampler(std::size_t index, SamplerPtr sampler) {
     kernel_.setArg(static_cast<cl_uint>(index), sampler->handle());
     mark_set(index);
     samplers_[index] = std::move(sampler);
+}
+
+void Kernel::forget_args() {
+    set_.assign(set_.size(), false);
+    unset_count_ = set_.size();
 }
 
 void Kernel::check_ready() const {

@@ -60,6 +60,11 @@ public:
     void set_image(std::size_t index, ImagePtr image);
     void set_sampler(std::size_t index, SamplerPtr sampler);
 
+    // Marks every argument unset; the values stay bound (and their objects alive) until set
+    // again. For a failed set of several arguments: some hold the new values, the rest the old,
+    // a combination nobody asked for, so no launch may use it.
+    void forget_args();
+
     // InvalidArgument naming unset arguments; ReleasedError for a released buffer or image
     // argument. Unset arguments are counted as they are set, so a ready kernel costs only the
     // released-object look (a buffer can be released between two launches).

@@ -27,11 +27,23 @@ std::string log_for(const cl::Program& p, const cl::Device& d) {
     return log;
 }
 
+// OpenCL takes source and options as C strings: a NUL would end them there, silently dropping
+// the rest (a kernel, a define), so text holding one is refused.
+void refuse_nul(const std::string& text, const std::string& what) {
+    const auto at = text.find('\0');
+    if (at != std::string::npos)
+        throw InvalidArgument(what + " contains a NUL character (at offset " + std::to_string(at) +
+                              "); OpenCL would read it only up to there, so remove it");
+}
+
 }  // namespace
 
 std::string compose_options(const Defines& defines, const std::string& options) {
+    refuse_nul(options, "build options");
     std::ostringstream out;
     for (const auto& [name, value] : defines) {
+        refuse_nul(name, "define name");
+        refuse_nul(value, "define " + name + "'s value");
         if (!is_identifier(name))
             throw InvalidArgument("define name '" + name + "' is not a C identifier");
         if (value.find_first_of(" \t\n\"'") != std::string::npos)
@@ -53,6 +65,7 @@ Program::Program(ContextPtr ctx, const std::string& source, const Defines& defin
     if (!ctx_) throw InvalidArgument("program needs a context");
     if (source.find_first_not_of(" \t\r\n") == std::string::npos)
         throw InvalidArgument("program source is empty");
+    refuse_nul(source, "program source");
     program_ = cl::Program(ctx_->cl_context(), source);
     const cl_int err = clBuildProgram(program_(), 1, &ctx_->device()(), options_.c_str(),
                                       nullptr, nullptr);

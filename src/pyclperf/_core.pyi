@@ -1,6 +1,7 @@
 # Type stubs of the extension module (generated with pybind11-stubgen, then corrected by hand:
 # the generator mistook the core's Buffer for typing_extensions.Buffer). Regenerate after
-# changing a binding.
+# changing a binding. Sizes, offsets, counts and indices take a Python int or a NumPy integer
+# (`Size` below): the bindings refuse floats and bools with TypeError naming the argument.
 """
 pyclperf's C++ core over OpenCL (private: use the pyclperf package)
 """
@@ -10,6 +11,8 @@ import numpy
 import numpy.typing
 import typing
 import typing_extensions
+Size: typing.TypeAlias = typing.Union[int, numpy.integer]
+Sizes: typing.TypeAlias = typing.Union[Size, collections.abc.Iterable[Size]]
 __all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceMemoryError', 'Image', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PeerPair', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'Sampler', 'compose_options', 'error_name', 'list_devices', 'run', 'time_durations', 'time_events', 'time_host', 'validate_launch']
 class PyclperfError(Exception):
     """
@@ -197,25 +200,25 @@ class Buffer:
     """
     Device memory (CL_MEM_READ_WRITE).
     """
-    def __init__(self, context: Context, nbytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+    def __init__(self, context: Context, nbytes: Size) -> None:
         ...
-    def copy_from(self, src: Buffer, nbytes: typing.SupportsInt | typing.SupportsIndex, src_offset: typing.SupportsInt | typing.SupportsIndex = 0, dst_offset: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+    def copy_from(self, src: Buffer, nbytes: Size, src_offset: Size = 0, dst_offset: Size = 0) -> None:
         ...
     def fill(self, pattern: numpy.ndarray) -> None:
         """
         Repeat a 1..128-byte pattern (power of two) over the buffer.
         """
-    def read(self, dst: numpy.ndarray, offset: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+    def read(self, dst: numpy.ndarray, offset: Size = 0) -> None:
         """
-        Fill a contiguous writable array from the buffer at byte `offset` (blocking).
+        Fill a C-contiguous writable array of plain numbers from the buffer at byte `offset` (blocking); an array in the other byte order than the host's receives the same numbers, converted.
         """
     def release(self) -> None:
         """
         Give the memory back now; later use raises.
         """
-    def write(self, src: numpy.ndarray, offset: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+    def write(self, src: numpy.ndarray, offset: Size = 0) -> None:
         """
-        Copy a contiguous array's bytes into the buffer at byte `offset` (blocking).
+        Copy a C-contiguous array of plain numbers into the buffer at byte `offset` (blocking); an array in the other byte order than the host's goes as its numbers, converted.
         """
     @property
     def context(self) -> Context:
@@ -230,11 +233,11 @@ class PinnedBuffer(Buffer):
     """
     Host memory the device can reach directly (CL_MEM_ALLOC_HOST_PTR), kept mapped.
     """
-    def __init__(self, context: Context, nbytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+    def __init__(self, context: Context, nbytes: Size) -> None:
         ...
-    def array(self, dtype: typing.Any = 'uint8', shape: typing.Any = None) -> numpy.ndarray:
+    def array(self, dtype: typing.Any = 'uint8', shape: Sizes | None = None) -> numpy.ndarray:
         """
-        A zero-copy NumPy view of the mapping; it keeps the buffer and mapping alive.
+        A zero-copy NumPy view of the mapping; it keeps the buffer and mapping alive. The dtype must be plain numbers (no objects, strings or dates) in the host's byte order: the view shows the bytes the device reads and writes.
         """
     def map(self, writable: bool = True) -> None:
         ...
@@ -255,7 +258,7 @@ class Image:
     """
     A 2-D image of float32 texels with 1 (CL_R) or 4 (CL_RGBA) channels, read by kernels through a sampler.
     """
-    def __init__(self, context: Context, width: typing.SupportsInt | typing.SupportsIndex, height: typing.SupportsInt | typing.SupportsIndex, channels: typing.SupportsInt | typing.SupportsIndex = 1, half: bool = False) -> None:
+    def __init__(self, context: Context, width: Size, height: Size, channels: Size = 1, half: bool = False) -> None:
         ...
     def __repr__(self) -> str:
         ...
@@ -392,20 +395,26 @@ class Kernel:
     def __init__(self, program: Program, name: str) -> None:
         ...
     def check_ready(self) -> None:
-        ...
+        """
+        Raise unless every argument is set (InvalidArgumentError naming the unset ones) and no buffer or image argument is released (ReleasedError). This is all a launch can know: nothing checks how far the kernel indexes its buffers.
+        """
+    def forget_args(self) -> None:
+        """
+        Mark every argument unset (their values stay bound): launches refuse until each is set again. Kernel.set_args calls it when one of its arguments is refused, so that a mix of the old and the new arguments never runs.
+        """
     def limits(self) -> KernelLimits:
         ...
-    def set_buffer(self, index: typing.SupportsInt | typing.SupportsIndex, buffer: Buffer) -> None:
+    def set_buffer(self, index: Size, buffer: Buffer) -> None:
         ...
-    def set_image(self, index: typing.SupportsInt | typing.SupportsIndex, image: Image) -> None:
+    def set_image(self, index: Size, image: Image) -> None:
         ...
-    def set_local(self, index: typing.SupportsInt | typing.SupportsIndex, nbytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+    def set_local(self, index: Size, nbytes: Size) -> None:
         ...
-    def set_sampler(self, index: typing.SupportsInt | typing.SupportsIndex, sampler: Sampler) -> None:
+    def set_sampler(self, index: Size, sampler: Sampler) -> None:
         ...
-    def set_scalar(self, index: typing.SupportsInt | typing.SupportsIndex, value: typing_extensions.Buffer | numpy.generic | numpy.ndarray) -> None:
+    def set_scalar(self, index: Size, value: typing_extensions.Buffer | numpy.generic | numpy.ndarray) -> None:
         """
-        Set a by-value argument from a NumPy scalar or packed array (its raw bytes).
+        Set a by-value argument from a NumPy scalar or packed array of plain numbers (its bytes, in the host's byte order: a value in the other order is converted).
         """
     @property
     def args(self) -> list[ArgInfo]:
@@ -431,23 +440,23 @@ def list_devices() -> list[DeviceInfo]:
     """
     Every device of every OpenCL platform; empty when no platform is installed.
     """
-def run(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+def run(kernel: Kernel, global_size: Sizes, local_size: Sizes | None = None) -> None:
     """
-    Launch once and wait.
+    Launch once and wait. Checked first: the range against the device's limits, every argument set, no argument released. Not checked, because no launch can know it: how far the kernel indexes its buffers. A kernel that reads or writes past a buffer's end corrupts whatever memory lies there (on a CPU device, this process's heap). pyclperf.run_kernel and pyclperf.tune place arrays in padded, guarded buffers instead.
     """
-def time_events(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], warmup: typing.SupportsInt | typing.SupportsIndex, repeats: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.uint64]:
+def time_events(kernel: Kernel, global_size: Sizes, local_size: Sizes | None, warmup: Size, repeats: Size) -> numpy.typing.NDArray[numpy.uint64]:
     """
     Warm up, then time `repeats` launches by event profiling: (repeats, 4) uint64 array of queued, submit, start, end in ns.
     """
-def time_durations(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], warmup: typing.SupportsInt | typing.SupportsIndex, repeats: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
+def time_durations(kernel: Kernel, global_size: Sizes, local_size: Sizes | None, warmup: Size, repeats: Size) -> numpy.typing.NDArray[numpy.float64]:
     """
     Warm up, then time `repeats` launches by event profiling: float64 array of end - start in ns (only those two timestamps are read).
     """
-def time_host(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], warmup: typing.SupportsInt | typing.SupportsIndex, repeats: typing.SupportsInt | typing.SupportsIndex) -> list[float]:
+def time_host(kernel: Kernel, global_size: Sizes, local_size: Sizes | None, warmup: Size, repeats: Size) -> list[float]:
     """
     Warm up, then time `repeats` launches each by a host steady clock around enqueue and finish: list of ns.
     """
-def validate_launch(kernel: Kernel, global_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], local_size: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+def validate_launch(kernel: Kernel, global_size: Sizes, local_size: Sizes | None = None) -> None:
     """
     Raise InvalidArgumentError if this launch cannot work on the kernel's device.
     """

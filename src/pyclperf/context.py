@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Mapping
@@ -51,13 +52,14 @@ class Context(_core.Context):
 
     # --- memory -------------------------------------------------------------------------
     def buffer(self, nbytes: int) -> _core.Buffer:
-        """Uninitialised device memory of ``nbytes`` bytes."""
-        if int(nbytes) <= 0:  # else pybind answers "incompatible constructor arguments"
-            raise _core.InvalidArgumentError(f"buffer size must be a positive number of bytes, got {nbytes}")
-        return _core.Buffer(self, int(nbytes))
+        """Uninitialised device memory of ``nbytes`` bytes: a positive Python int or NumPy
+        integer (a float, even 4.0, or a bool is refused with TypeError, not rounded)."""
+        return _core.Buffer(self, nbytes)
 
     def to_device(self, array: np.ndarray) -> _core.Buffer:
-        """A new device buffer holding a copy of ``array`` (made C-contiguous)."""
+        """A new device buffer holding a copy of ``array`` (made C-contiguous). An array in the
+        other byte order than the host's (``">f4"`` on x86) is stored as its numbers, converted,
+        as a kernel reads them."""
         from .engine.argtypes import check_plain_array
 
         a = np.ascontiguousarray(array)
@@ -67,36 +69,44 @@ class Context(_core.Context):
         return buf
 
     def from_device(self, buffer: _core.Buffer, dtype: Any, shape: Any = None) -> np.ndarray:
-        """A new host array filled from ``buffer``."""
+        """A new host array of ``dtype`` filled from ``buffer`` (numbers in either byte order:
+        a ``">f4"`` array receives the values the device holds, converted)."""
         dt = np.dtype(dtype)
         out = np.empty(buffer.nbytes // dt.itemsize if shape is None else shape, dtype=dt)
         buffer.read(out)
         return out
 
     def pinned(self, shape: Any, dtype: Any = np.float32) -> tuple[_core.PinnedBuffer, np.ndarray]:
-        """A pinned (CL_MEM_ALLOC_HOST_PTR) buffer and a zero-copy NumPy view of it."""
+        """A pinned (CL_MEM_ALLOC_HOST_PTR) buffer and a zero-copy NumPy view of it.
+
+        ``shape`` is an integer or a sequence of them; ``dtype`` plain numbers (booleans,
+        integers, floats, complex, or structs of them) in the host's byte order: the view shows
+        the very bytes a kernel reads and writes, so objects, strings, dates and the other byte
+        order are refused (InvalidArgumentError) rather than handed out."""
         dt = np.dtype(dtype)
-        shape = (shape,) if np.isscalar(shape) else tuple(shape)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-        buf = _core.PinnedBuffer(self, nbytes)
-        return buf, buf.array(dt, shape)
+        dims = _shape(shape)
+        buf = _core.PinnedBuffer(self, math.prod(dims) * dt.itemsize)
+        return buf, buf.array(dt, dims)
 
     # --- images ---------------------------------------------------------------------------
     def image(self, width: int, height: int, channels: int = 1, half: bool = False) -> _core.Image:
         """An uninitialised 2-D image of float32 texels (float16, CL_HALF_FLOAT, with ``half``),
-        1 (CL_R) or 4 (CL_RGBA) channels.
+        1 (CL_R) or 4 (CL_RGBA) channels. The sides are integers (TypeError for a float or a
+        bool, InvalidArgumentError for a negative one).
 
         Raises InvalidArgumentError where the device has no image support or a side exceeds
         CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT (a shape error), DeviceMemoryError where the image's
         bytes exceed CL_DEVICE_MAX_MEM_ALLOC_SIZE or the driver refuses the allocation.
         """
-        return _core.Image(self, int(width), int(height), int(channels), bool(half))
+        return _core.Image(self, width, height, channels, bool(half))
 
     def to_image(self, array: np.ndarray) -> _core.Image:
         """A new image holding ``array``: float32 (or float16, a CL_HALF_FLOAT image) of shape
         (height, width) for one channel or (height, width, 4) for four (other dtypes and shapes
         are refused, not converted)."""
         a = np.asarray(array)
+        if not a.dtype.isnative:  # ">f4": the texels are its numbers, in the host's order
+            a = a.astype(a.dtype.newbyteorder("="))
         if a.dtype not in (np.float32, np.float16):
             raise _core.InvalidArgumentError(
                 f"an image holds float32 (or float16) texels, got dtype {a.dtype}: convert with "
@@ -160,6 +170,28 @@ class Context(_core.Context):
             with self._programs_lock:
                 self._programs.setdefault(key, built)
         return built
+
+
+def _shape(value: Any) -> list[int]:
+    """An array shape as a list of sizes: TypeError for an entry that is no integer (Python int
+    or NumPy integer; a float or bool is a mistake, not a size), InvalidArgumentError for a
+    negative one. Checked before the byte count is computed from it, so 4.7 is never rounded."""
+    if isinstance(value, (int, np.integer)):
+        dims = [value]
+    else:
+        try:
+            dims = list(value)
+        except TypeError:
+            raise TypeError(f"pinned shape must be an integer or a sequence of integers, got "
+                            f"{value!r} ({type(value).__name__})") from None
+    out = []
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"pinned shape must hold integers, got {d!r} ({type(d).__name__})")
+        if d < 0:
+            raise _core.InvalidArgumentError(f"pinned shape {tuple(dims)} has a negative entry")
+        out.append(int(d))
+    return out
 
 
 def _define_value(v: Any) -> str:

@@ -26,25 +26,20 @@ _SCALAR_TYPES = {
 
 @dataclass(frozen=True)
 class LocalMemory:
-    """A ``__local`` pointer argument's size in bytes (dynamic local memory)."""
+    """A ``__local`` pointer argument's size in bytes (dynamic local memory): a positive
+    integer (a Python int or a NumPy integer)."""
 
     nbytes: int
 
-
-def _as_size(value: Any, name: str) -> list[int]:
-    # A plain non-negative int, the common case, skips np.isscalar and the loop (a few us a
-    # launch from Python, where a whole launch costs ~20 us).
-    if type(value) is int and value >= 0:
-        return [value]
-    dims = [value] if np.isscalar(value) else list(value)
-    out = []
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-            raise TypeError(f"{name} must hold integers, got {d!r}")
-        if d < 0:
-            raise _core.InvalidArgumentError(f"{name} {tuple(dims)} has a negative entry")
-        out.append(int(d))
-    return out
+    def __post_init__(self) -> None:
+        n = self.nbytes
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"LocalMemory(nbytes): nbytes must be an integer number of bytes, "
+                            f"got {n!r} ({type(n).__name__})")
+        if n <= 0:
+            raise _core.InvalidArgumentError(
+                f"LocalMemory(nbytes): nbytes must be a positive number of bytes, got {n!r}")
+        object.__setattr__(self, "nbytes", int(n))  # frozen: the plain int, once
 
 
 @dataclass(frozen=True)
@@ -92,11 +87,20 @@ class Kernel(_core.Kernel):
                 f"kernel '{self.name}' takes {len(declared)} argument(s) "
                 f"({', '.join(a.name for a in declared)}), got {len(args)}"
             )
-        for i, value in enumerate(args):
-            self.set_arg(i, value)
+        try:
+            for i, value in enumerate(args):
+                self.set_arg(i, value)
+        except BaseException:
+            # The arguments before the refused one hold the new values, the rest the old: a
+            # combination nobody asked for (an old, smaller buffer beside a new size is a write
+            # out of bounds), so no launch may use it until every argument is set again.
+            self.forget_args()
+            raise
         return self
 
     def set_arg(self, index: int, value: Any) -> None:
+        if type(index) is not int:  # the rare case: a NumPy integer, or a mistake
+            index = _argument_index(index)
         declared = self._declared
         in_range = 0 <= index < len(declared)
         wanted = self._object_types[index] if in_range else None
@@ -139,7 +143,8 @@ class Kernel(_core.Kernel):
         declared = self._declared
         if not 0 <= index < len(declared):
             raise _core.InvalidArgumentError(
-                f"argument index {index} out of range: kernel '{self.name}' takes {len(declared)}")
+                f"argument index {index} out of range: kernel '{self.name}' takes {len(declared)} "
+                "argument(s)")
         info = declared[index]
         dtype = _SCALAR_TYPES.get(info.type_name.strip())
         if dtype is None:
@@ -158,12 +163,21 @@ class Kernel(_core.Kernel):
         return np.array(value, dtype=dt)
 
     def run(self, global_size: Any, local_size: Any = None) -> None:
-        """Launch once over ``global_size`` work-items and wait."""
-        if type(global_size) is int and type(local_size) is int and global_size >= 0 \
-                and local_size >= 0:
-            _run(self, [global_size], [local_size])  # the common call, as in time()
-            return
-        _run(self, _as_size(global_size, "global size"), _local(local_size))
+        """Launch once over ``global_size`` work-items (an integer or up to three of them) in
+        work-groups of ``local_size`` (None: the driver chooses) and wait.
+
+        What is checked before anything is enqueued: the range against the device's limits,
+        every argument set (a ``set_args`` that raised leaves none set), no buffer or image
+        argument released. What is not, because no launch can know it: how far the kernel
+        indexes its buffers. This is the low-level API; a kernel that reads or writes past a
+        buffer's end here corrupts whatever memory lies there, which on a CPU device such as
+        PoCL is this process's own heap (the interpreter may abort). ``pyclperf.run_kernel``
+        and ``pyclperf.tune`` protect against that: arrays go into buffers padded to the
+        launched range with a guard zone after them, a write past an array's end is reported
+        as ``out of bounds`` naming the argument, and ``tune(..., isolate=True)`` runs the
+        kernels in a worker process so that even a driver crash leaves the caller running.
+        """
+        _run(self, global_size, local_size)
 
     def time(
         self,
@@ -174,25 +188,23 @@ class Kernel(_core.Kernel):
         repeats: int = 20,
         method: str = "events",
     ) -> np.ndarray:
-        """Per-launch times in ns after ``warmup`` launches; ``method`` is "events" or "host"."""
-        if type(global_size) is int and type(local_size) is int and global_size >= 0 \
-                and local_size >= 0 and method == "events":
-            # The common call from a Python loop, in as few bytecodes as it can be: the whole
-            # call costs ~20 us on a GPU, a tenth of it in Python.
-            return _time_durations(self, [global_size], [local_size], warmup, repeats)
-        g, l = _as_size(global_size, "global size"), _local(local_size)
+        """Per-launch times in ns after ``warmup`` launches; ``method`` is "events" or "host".
+        The launches are checked, and not checked, as ``run``'s are."""
         if method == "events":
             # end - start computed in C++: two timestamps read per launch, no array arithmetic.
-            return _time_durations(self, g, l, warmup, repeats)
+            # The core converts the sizes and counts (and says what is wrong with them).
+            return _time_durations(self, global_size, local_size, warmup, repeats)
         if method == "host":
-            return np.asarray(_core.time_host(self, g, l, warmup, repeats), dtype=np.float64)
+            return np.asarray(_core.time_host(self, global_size, local_size, warmup, repeats),
+                              dtype=np.float64)
         raise _core.InvalidArgumentError(f"timing method must be 'events' or 'host', got {method!r}")
 
 
-def _local(local_size: Any) -> list[int]:
-    if local_size is None:
-        return []
-    return _as_size(local_size, "local size")
+def _argument_index(index: Any) -> int:
+    if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+        raise TypeError(f"argument index must be an integer (a Python int or a NumPy integer), "
+                        f"got {index!r} ({type(index).__name__})")
+    return int(index)
 
 
 def ceil_to(n: int, multiple: int) -> int:

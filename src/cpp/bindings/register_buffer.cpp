@@ -5,6 +5,7 @@
 #include "../buffer.hpp"
 #include "../error.hpp"
 #include "arrays.hpp"
+#include "integers.hpp"
 #include "registers.hpp"
 
 namespace py = pybind11;
@@ -15,10 +16,18 @@ namespace {
 
 // A NumPy view of the pinned mapping. The capsule owns a reference to the buffer (so the memory
 // outlives the array) and one view count (so unmap/release refuse while the array lives).
+// A view shows the device's bytes as they are, so its dtype must be plain numbers in the host's
+// byte order: nothing can be converted on the way, unlike write() and read().
 py::array pinned_view(const PinnedBufferPtr& self, const py::object& dtype_like,
                       const py::object& shape_like) {
     const py::dtype dt = py::dtype::from_args(dtype_like);
+    const auto check = require_plain(dt, "pinned view");
+    if (!check.native)
+        throw InvalidArgument("pinned view: dtype " + dtype_text(dt) +
+                              " is in the other byte order than the host's, and a view cannot "
+                              "convert the device's numbers; use dtype.newbyteorder('=')");
     const auto item = static_cast<std::size_t>(dt.itemsize());
+    if (item == 0) throw InvalidArgument("pinned view: dtype " + dtype_text(dt) + " has no bytes");
     std::vector<py::ssize_t> shape;
     std::size_t count = 1;
     if (shape_like.is_none()) {
@@ -29,14 +38,19 @@ py::array pinned_view(const PinnedBufferPtr& self, const py::object& dtype_like,
         count = self->nbytes() / item;
         shape.push_back(static_cast<py::ssize_t>(count));
     } else {
-        for (auto d : py::iterable(shape_like)) {
-            const auto n = d.cast<py::ssize_t>();
-            if (n < 0) throw InvalidArgument("negative dimension in shape");
-            shape.push_back(n);
-            count *= static_cast<std::size_t>(n);
+        bool overflow = false;
+        for (const auto n : to_sizes(shape_like, "pinned view shape")) {
+            shape.push_back(static_cast<py::ssize_t>(n));
+            overflow = overflow || n > static_cast<std::size_t>(PY_SSIZE_T_MAX) ||
+                       __builtin_mul_overflow(count, n, &count);
         }
-        if (count * item > self->nbytes())
-            throw InvalidArgument("shape needs " + std::to_string(count * item) +
+        std::size_t bytes = 0;
+        if (overflow || __builtin_mul_overflow(count, item, &bytes))  // past 2**64 bytes
+            throw InvalidArgument("pinned view: shape " + repr_of(shape_like) + " of " +
+                                  dtype_text(dt) + " needs more than the pinned buffer's " +
+                                  std::to_string(self->nbytes()) + " bytes");
+        if (bytes > self->nbytes())
+            throw InvalidArgument("shape needs " + std::to_string(bytes) +
                                   " bytes; the pinned buffer has " +
                                   std::to_string(self->nbytes()));
     }
@@ -51,12 +65,17 @@ py::array pinned_view(const PinnedBufferPtr& self, const py::object& dtype_like,
     return view;
 }
 
+// Buffer(context, nbytes) and PinnedBuffer(context, nbytes): the size converted with a message.
+std::size_t buffer_size(const py::object& nbytes) {
+    return to_size(nbytes, "buffer size", 1, "number of bytes");
+}
+
 }  // namespace
 
 void register_buffer(py::module_& m) {
     py::class_<Buffer, BufferPtr>(m, "Buffer", "Device memory (CL_MEM_READ_WRITE).")
-        .def(py::init([](ContextPtr ctx, std::size_t nbytes) {
-                 return std::make_shared<Buffer>(std::move(ctx), nbytes);
+        .def(py::init([](ContextPtr ctx, const py::object& nbytes) {
+                 return std::make_shared<Buffer>(std::move(ctx), buffer_size(nbytes));
              }),
              py::arg("context"), py::arg("nbytes"))
         .def_property_readonly("nbytes", &Buffer::nbytes)
@@ -65,31 +84,45 @@ void register_buffer(py::module_& m) {
         .def("release", &Buffer::release, "Give the memory back now; later use raises.")
         .def(
             "write",
-            [](Buffer& self, const py::array& src, std::size_t offset) {
-                auto info = contiguous(src, false);
+            [](Buffer& self, const py::array& src, const py::object& offset) {
+                const auto at = to_size(offset, "write offset");
+                const py::array data = outgoing(src);  // the host's byte order
+                auto info = data.request();
                 const auto n = static_cast<std::size_t>(info.size * info.itemsize);
                 py::gil_scoped_release nogil;
-                self.write(info.ptr, n, offset);
+                self.write(info.ptr, n, at);
             },
             py::arg("src"), py::arg("offset") = 0,
-            "Copy a contiguous array's bytes into the buffer at byte `offset` (blocking).")
+            "Copy a C-contiguous array of plain numbers into the buffer at byte `offset` "
+            "(blocking); an array in the other byte order than the host's goes as its numbers, "
+            "converted.")
         .def(
             "read",
-            [](const Buffer& self, py::array& dst, std::size_t offset) {
-                auto info = contiguous(dst, true);
-                const auto n = static_cast<std::size_t>(info.size * info.itemsize);
-                py::gil_scoped_release nogil;
-                self.read(info.ptr, n, offset);
+            [](const Buffer& self, py::array& dst, const py::object& offset) {
+                const auto at = to_size(offset, "read offset");
+                incoming(dst, [&](void* ptr, std::size_t n) { self.read(ptr, n, at); });
             },
             py::arg("dst"), py::arg("offset") = 0,
-            "Fill a contiguous writable array from the buffer at byte `offset` (blocking).")
-        .def("copy_from", &Buffer::copy_from, py::arg("src"), py::arg("nbytes"),
-             py::arg("src_offset") = 0, py::arg("dst_offset") = 0,
-             py::call_guard<py::gil_scoped_release>())
+            "Fill a C-contiguous writable array of plain numbers from the buffer at byte "
+            "`offset` (blocking); an array in the other byte order than the host's receives the "
+            "same numbers, converted.")
+        .def(
+            "copy_from",
+            [](Buffer& self, const Buffer& src, const py::object& nbytes,
+               const py::object& src_offset, const py::object& dst_offset) {
+                const auto n = to_size(nbytes, "copy size");
+                const auto from = to_size(src_offset, "copy source offset");
+                const auto to = to_size(dst_offset, "copy destination offset");
+                py::gil_scoped_release nogil;
+                self.copy_from(src, n, from, to);
+            },
+            py::arg("src"), py::arg("nbytes"), py::arg("src_offset") = 0,
+            py::arg("dst_offset") = 0)
         .def(
             "fill",
             [](Buffer& self, const py::array& pattern) {
-                auto info = contiguous(pattern, false);
+                const py::array data = outgoing(pattern);
+                auto info = data.request();
                 self.fill(info.ptr, static_cast<std::size_t>(info.size * info.itemsize));
             },
             py::arg("pattern"), "Repeat a 1..128-byte pattern (power of two) over the buffer.");
@@ -97,8 +130,8 @@ void register_buffer(py::module_& m) {
     py::class_<PinnedBuffer, Buffer, PinnedBufferPtr>(
         m, "PinnedBuffer",
         "Host memory the device can reach directly (CL_MEM_ALLOC_HOST_PTR), kept mapped.")
-        .def(py::init([](ContextPtr ctx, std::size_t nbytes) {
-                 return std::make_shared<PinnedBuffer>(std::move(ctx), nbytes);
+        .def(py::init([](ContextPtr ctx, const py::object& nbytes) {
+                 return std::make_shared<PinnedBuffer>(std::move(ctx), buffer_size(nbytes));
              }),
              py::arg("context"), py::arg("nbytes"))
         .def_property_readonly("mapped", &PinnedBuffer::mapped)
@@ -109,7 +142,9 @@ void register_buffer(py::module_& m) {
              py::arg("writable") = true)
         .def("unmap", &PinnedBuffer::unmap)
         .def("array", &pinned_view, py::arg("dtype") = "uint8", py::arg("shape") = py::none(),
-             "A zero-copy NumPy view of the mapping; it keeps the buffer and mapping alive.");
+             "A zero-copy NumPy view of the mapping; it keeps the buffer and mapping alive. The "
+             "dtype must be plain numbers (no objects, strings or dates) in the host's byte "
+             "order: the view shows the bytes the device reads and writes.");
 }
 
 }  // namespace pyclperf::bindings

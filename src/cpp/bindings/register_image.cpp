@@ -8,6 +8,7 @@
 #include "../error.hpp"
 #include "../image.hpp"
 #include "arrays.hpp"
+#include "integers.hpp"
 #include "registers.hpp"
 
 namespace py = pybind11;
@@ -31,21 +32,22 @@ std::string shape_text(const std::vector<py::ssize_t>& shape) {
     return out + (shape.size() == 1 ? ",)" : ")");
 }
 
-// A C-contiguous float32 (float16 for a half image) array of exactly the image's shape;
-// InvalidArgument saying what is wrong.
-py::buffer_info texels(const Image& img, const py::array& a, bool writable, const char* what) {
+// InvalidArgument saying what is wrong unless `a` is a float32 (float16 for a half image) array
+// of exactly the image's shape. Either byte order passes: write() and read() convert.
+void check_texels(const Image& img, const py::array& a, const char* what) {
     const py::dtype want_dtype = img.half() ? py::dtype("float16") : py::dtype::of<float>();
-    if (!a.dtype().is(want_dtype))
+    py::dtype got_dtype = a.dtype();
+    if (!inspect(got_dtype).native) got_dtype = got_dtype.attr("newbyteorder")("=");
+    if (!got_dtype.equal(want_dtype))
         throw InvalidArgument(std::string(what) + ": the image holds " +
                               (img.half() ? "float16" : "float32") + " texels, got dtype " +
-                              py::str(a.dtype()).cast<std::string>());
+                              dtype_text(a.dtype()));
     const auto want = image_shape(img);
     const std::vector<py::ssize_t> got(a.shape(), a.shape() + a.ndim());
     if (got != want)
         throw InvalidArgument(std::string(what) + ": array of shape " + shape_text(got) +
                               " does not match the image's " + shape_text(want) +
                               " (height, width" + (img.channels() > 1 ? ", channels)" : ")"));
-    return contiguous(a, writable);
 }
 
 }  // namespace
@@ -55,9 +57,12 @@ void register_image(py::module_& m) {
         m, "Image",
         "A 2-D image of float32 texels with 1 (CL_R) or 4 (CL_RGBA) channels, read by kernels "
         "through a sampler.")
-        .def(py::init([](ContextPtr ctx, std::size_t width, std::size_t height, int channels,
-                         bool half) {
-                 return std::make_shared<Image>(std::move(ctx), width, height, channels, half);
+        .def(py::init([](ContextPtr ctx, const py::object& width, const py::object& height,
+                         const py::object& channels, bool half) {
+                 return std::make_shared<Image>(
+                     std::move(ctx), to_size(width, "image width"),
+                     to_size(height, "image height"), to_int(channels, "image channels", 0),
+                     half);
              }),
              py::arg("context"), py::arg("width"), py::arg("height"), py::arg("channels") = 1,
              py::arg("half") = false)
@@ -77,7 +82,9 @@ void register_image(py::module_& m) {
             "write",
             [](Image& self, const py::array& src) {
                 self.handle();  // a released image raises before the array is inspected
-                auto info = texels(self, src, false, "image write");
+                check_texels(self, src, "image write");
+                const py::array data = outgoing(src);  // the host's byte order
+                auto info = data.request();
                 const auto n = static_cast<std::size_t>(info.size * info.itemsize);
                 py::gil_scoped_release nogil;
                 self.write(info.ptr, n);
@@ -89,10 +96,8 @@ void register_image(py::module_& m) {
             "read",
             [](const Image& self, py::array& dst) {
                 self.handle();
-                auto info = texels(self, dst, true, "image read");
-                const auto n = static_cast<std::size_t>(info.size * info.itemsize);
-                py::gil_scoped_release nogil;
-                self.read(info.ptr, n);
+                check_texels(self, dst, "image read");
+                incoming(dst, [&](void* ptr, std::size_t n) { self.read(ptr, n); });
             },
             py::arg("dst"),
             "Fill a C-contiguous writable float32 (float16 for a half image) array of the image's "

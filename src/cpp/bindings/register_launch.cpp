@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "../launch.hpp"
+#include "integers.hpp"
 #include "registers.hpp"
 
 namespace py = pybind11;
@@ -40,9 +41,15 @@ py::array_t<double> as_array(std::vector<double> values) {
     return out;
 }
 
-NDRange range_of(std::vector<std::size_t> global, std::vector<std::size_t> local) {
-    return NDRange{std::move(global), std::move(local)};
+// A launch range from Python: an integer or a sequence of them for the global size, the same
+// or None (the driver chooses) for the local size, each converted with a message in words.
+NDRange range_of(const py::object& global, const py::object& local) {
+    return NDRange{to_sizes(global, "global size"),
+                   local.is_none() ? std::vector<std::size_t>{} : to_sizes(local, "local size")};
 }
+
+int warmup_of(const py::object& v) { return to_int(v, "warmup", 0); }
+int repeats_of(const py::object& v) { return to_int(v, "repeats", 1); }
 
 }  // namespace
 
@@ -50,26 +57,30 @@ void register_launch(py::module_& m) {
     BlockingWait::install(&release_gil, &restore_gil);
     m.def(
         "validate_launch",
-        [](const Kernel& k, std::vector<std::size_t> g, std::vector<std::size_t> l) {
-            validate(k, range_of(std::move(g), std::move(l)));
+        [](const Kernel& k, const py::object& g, const py::object& l) {
+            validate(k, range_of(g, l));
         },
-        py::arg("kernel"), py::arg("global_size"), py::arg("local_size"),
+        py::arg("kernel"), py::arg("global_size"), py::arg("local_size") = py::none(),
         "Raise InvalidArgumentError if this launch cannot work on the kernel's device.");
     m.def(
         "run",
-        [](Kernel& k, std::vector<std::size_t> g, std::vector<std::size_t> l) {
+        [](Kernel& k, const py::object& g, const py::object& l) {
             // The GIL is held but around the wait (BlockingWait): validating and enqueueing
             // are host work of a few microseconds.
-            run(k, range_of(std::move(g), std::move(l)));
+            run(k, range_of(g, l));
         },
-        py::arg("kernel"), py::arg("global_size"), py::arg("local_size"),
-        "Launch once and wait.");
+        py::arg("kernel"), py::arg("global_size"), py::arg("local_size") = py::none(),
+        "Launch once and wait. Checked first: the range against the device's limits, every "
+        "argument set, no argument released. Not checked, because no launch can know it: how "
+        "far the kernel indexes its buffers. A kernel that reads or writes past a buffer's end "
+        "corrupts whatever memory lies there (on a CPU device, this process's heap). "
+        "pyclperf.run_kernel and pyclperf.tune place arrays in padded, guarded buffers instead.");
     m.def(
         "time_events",
-        [](Kernel& k, std::vector<std::size_t> g, std::vector<std::size_t> l, int warmup,
-           int repeats) {
-            return as_array(time_kernel_events(k, range_of(std::move(g), std::move(l)),
-                                               warmup, repeats));
+        [](Kernel& k, const py::object& g, const py::object& l, const py::object& warmup,
+           const py::object& repeats) {
+            return as_array(
+                time_kernel_events(k, range_of(g, l), warmup_of(warmup), repeats_of(repeats)));
         },
         py::arg("kernel"), py::arg("global_size"), py::arg("local_size"), py::arg("warmup"),
         py::arg("repeats"),
@@ -77,10 +88,10 @@ void register_launch(py::module_& m) {
         "queued, submit, start, end in ns.");
     m.def(
         "time_durations",
-        [](Kernel& k, std::vector<std::size_t> g, std::vector<std::size_t> l, int warmup,
-           int repeats) {
-            return as_array(time_kernel_durations(k, range_of(std::move(g), std::move(l)),
-                                                  warmup, repeats));
+        [](Kernel& k, const py::object& g, const py::object& l, const py::object& warmup,
+           const py::object& repeats) {
+            return as_array(time_kernel_durations(k, range_of(g, l), warmup_of(warmup),
+                                                  repeats_of(repeats)));
         },
         py::arg("kernel"), py::arg("global_size"), py::arg("local_size"), py::arg("warmup"),
         py::arg("repeats"),
@@ -88,11 +99,12 @@ void register_launch(py::module_& m) {
         "in ns (only those two timestamps are read).");
     m.def(
         "time_host",
-        [](Kernel& k, std::vector<std::size_t> g, std::vector<std::size_t> l, int warmup,
-           int repeats) {
-            const auto range = range_of(std::move(g), std::move(l));
+        [](Kernel& k, const py::object& g, const py::object& l, const py::object& warmup,
+           const py::object& repeats) {
+            const auto range = range_of(g, l);
+            const int w = warmup_of(warmup), r = repeats_of(repeats);
             py::gil_scoped_release nogil;
-            return time_kernel_host(k, range, warmup, repeats);
+            return time_kernel_host(k, range, w, r);
         },
         py::arg("kernel"), py::arg("global_size"), py::arg("local_size"), py::arg("warmup"),
         py::arg("repeats"),

@@ -47,15 +47,47 @@ def describe(index: int, info: Any) -> str:
     return f"argument {index} ('{info.name}', {info.address_qualifier} {info.type_name})"
 
 
+def plain_problem(dtype: np.dtype) -> str:
+    """Why an array of ``dtype`` holds no plain numbers a kernel could read (empty when it
+    does): booleans, integers, floats, complex numbers and structs or sub-arrays of them are
+    plain; objects (host pointers), strings, dates and raw void bytes are not. The core checks
+    the same rule wherever host memory crosses (src/cpp/bindings/arrays.hpp)."""
+    if dtype.kind in "biufc":
+        return ""
+    if dtype.kind == "O":
+        return "Python object pointers"
+    if dtype.kind == "V":
+        if dtype.subdtype is not None:
+            return plain_problem(dtype.subdtype[0])
+        if dtype.fields is None:
+            return "raw bytes (void) with no numeric fields (numpy.uint8 is bytes)"
+        for name, (field, *_) in dtype.fields.items():
+            problem = plain_problem(field)
+            if problem:
+                return f"{problem} (in field '{name}')"
+        return ""
+    return {"U": "unicode text", "S": "byte strings", "M": "dates", "m": "time spans"}.get(
+        dtype.kind, f"NumPy kind '{dtype.kind}' values")
+
+
 def check_plain_array(index: int, array: np.ndarray) -> None:
     """TypeError for arrays that are no plain numbers: pyclperf hands the device raw bytes, and
     object arrays hold host pointers."""
-    kind = array.dtype.kind
-    if kind in "biufc" or (kind == "V" and array.dtype.fields is not None):
-        return
-    raise TypeError(f"argument {index}: a {array.dtype} array cannot go to the device (it holds "
-                    f"{'Python object pointers' if kind == 'O' else 'no plain numbers'}); pass a "
-                    "numeric NumPy array, e.g. np.asarray(values, dtype=np.float32)")
+    problem = plain_problem(array.dtype)
+    if problem:
+        raise TypeError(f"argument {index}: a {array.dtype} array cannot go to the device (it "
+                        f"holds {problem}, no plain numbers); pass a numeric NumPy array, e.g. "
+                        "np.asarray(values, dtype=np.float32)")
+
+
+def in_host_order(array: np.ndarray) -> np.ndarray:
+    """``array`` itself, or a copy of its numbers in the host's byte order where it is in the
+    other one (``">f4"`` on x86): the device reads numbers in the host's order, so a big-endian
+    array's raw bytes would be other numbers there."""
+    dtype = array.dtype
+    if dtype.isnative if dtype.kind != "V" else dtype == dtype.newbyteorder("="):
+        return array  # (isnative misses a struct's sub-array fields in the other order)
+    return array.astype(dtype.newbyteorder("="))
 
 
 def check_array_for(index: int, info: Any, array: np.ndarray) -> str:
@@ -93,6 +125,7 @@ def scalar_for(index: int, info: Any, value: Any) -> np.ndarray:
     if isinstance(value, (np.generic, np.ndarray)):
         arr = np.ascontiguousarray(value)
         check_plain_array(index, arr)
+        arr = in_host_order(arr)
         if want is not None and (arr.dtype != want or arr.size != width):
             raise TypeError(f"{describe(index, info)} takes one {base}; got "
                             f"{arr.size} x {arr.dtype} (use np.{want.name}(...)"

@@ -132,6 +132,7 @@ class Arguments:
         for i, (value, info) in enumerate(zip(values, kernel.args)):
             if isinstance(value, np.ndarray):
                 argtypes.check_plain_array(i, value)
+                value = argtypes.in_host_order(value)  # outputs come back in the host's order
                 problem = argtypes.check_array_for(i, info, value)
                 if problem:
                     raise TypeError(problem)
