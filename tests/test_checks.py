@@ -50,13 +50,11 @@ def test_every_comparison_reports_in_one_wording():
 
     got, want = np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)
     got[1, 2] = 5.0
-    assert mismatch(got, want, 0.0, 0.0) == (
-        f"1 of 6 elements differ; first at {np.unravel_index(5, (2, 3))}: "
-        f"got {np.float32(5.0)!r}, want {np.float32(0.0)!r}")
+    # Written as a person writes them: no np.int64(...) or np.float32(...) wrappers.
+    assert mismatch(got, want, 0.0, 0.0) == "1 of 6 elements differ; first at (1, 2): got 5.0, want 0.0"
     assert mismatch(want, want, 0.0, 0.0) == ""
     flat = first_mismatch(got != want, got, want, "values", " somehow", lambda i: f" [{i}]")
-    assert flat == f"1 of 6 values differ somehow; first at 5: got {np.float32(5.0)!r}, " \
-                   f"want {np.float32(0.0)!r} [5]"
+    assert flat == "1 of 6 values differ somehow; first at 5: got 5.0, want 0.0 [5]"
     assert compare(got, want, "values")[1] == first_mismatch(got != want, got, want, "values")
 
 

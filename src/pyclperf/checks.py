@@ -47,8 +47,18 @@ def poison_device(buffer: Any) -> None:
 def mismatch_report(count: int, total: int, what: str, where: Any, got: Any, want: Any,
                     how: str = "", note: str = "") -> str:
     """"<count> of <total> <what> differ<how>; first at <where>: got <got>, want <want><note>"."""
-    return (f"{count} of {total} {what} differ{how}; first at {where}: "
-            f"got {got!r}, want {want!r}{note}")
+    return (f"{count} of {total} {what} differ{how}; first at {_plain(where)}: "
+            f"got {_plain(got)}, want {_plain(want)}{note}")
+
+
+def _plain(value: Any) -> str:
+    """A NumPy scalar or index tuple as a person writes it: 4, (0, 4), 0.2096302, not
+    np.int64(4) or np.float32(0.2096302) (NumPy 2's repr)."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_plain(v) for v in value) + ")"
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    return repr(value)
 
 
 def first_mismatch(bad: np.ndarray, got: np.ndarray, want: Any, what: str, how: str = "",
