@@ -8,9 +8,10 @@ PY     := $(VENV)/bin/python
 OUT    ?= results
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# What the build and the CPU OpenCL device need from the distribution.
+# What the build and the CPU OpenCL device need from the distribution; oclgrind, the OpenCL
+# device simulator, for memory checks (pyclperf.engine.memcheck).
 DEBS := g++ ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers \
-        pocl-opencl-icd clinfo bubblewrap
+        pocl-opencl-icd clinfo bubblewrap oclgrind
 
 BUILD_DEPS := scikit-build-core pybind11 cmake ninja
 SOURCES := $(shell find src kernels -type f -not -path '*/__pycache__/*') CMakeLists.txt pyproject.toml
