@@ -288,3 +288,15 @@ def test_oclgrind_is_found_where_each_installer_puts_it(tmp_path, monkeypatch):
     assert _icd.find_oclgrind(env) == str(wheel_lib)
     env[_icd.OCLGRIND_ENV] = str(tmp_path / "missing.so")  # named but absent: not found
     assert _icd.find_oclgrind(env) is None
+
+
+def test_pyclperf_devices_says_where_oclgrind_is(capsys, monkeypatch, tmp_path):
+    from pyclperf import cli
+
+    assert cli.main(["devices"]) == 0
+    out = capsys.readouterr().out
+    lib = _icd.find_oclgrind()
+    assert "Oclgrind for memory checks" in out and (lib is None or f"  {lib}\n" in out)
+    monkeypatch.setenv(_icd.OCLGRIND_ENV, str(tmp_path / "absent.so"))
+    assert cli.main(["devices"]) == 0
+    assert "not found: apt-get install oclgrind" in capsys.readouterr().out
