@@ -44,6 +44,10 @@ def test_a_write_far_past_the_end_names_the_line_and_argument():
     assert f.argument == "out" and f.count == n  # every work-item's write, merged
     assert "Invalid write of size 4" in f.message and "'out' holds 256 bytes" in f.message
     assert "past its end" in f.message and "shifted" in str(f)
+    # Oclgrind stops at max_reports, and the list says so.
+    found = memcheck(SHIFTED, "shifted", [np.zeros(n, np.float32), np.ones(n, np.float32)], n, 16,
+                     max_reports=10)
+    assert [(x.kind, x.count) for x in found] == [(oclgrind.OUT_OF_BOUNDS, 10), (oclgrind.REPORT_LIMIT, 1)]
 
 
 # C (M x N) = A (M x K) B (K x N), all row-major, M, N, K multiples of TS. A work-group of
@@ -242,10 +246,12 @@ Oclgrind: 1000 errors generated - suppressing further errors
 
 def test_reports_are_read_and_merged():
     memory = oclgrind.Memory({2: ("out", 256), 1: ("a", 256)}, {})
-    found, suppressed = oclgrind.parse(LOG, memory)
-    assert suppressed == 1000
+    found, limit = oclgrind.parse(LOG, memory)
+    assert limit == 1000
     assert [(f.kind, f.kernel, f.line, f.argument, f.count) for f in found] == [
-        (oclgrind.OUT_OF_BOUNDS, "shifted", 4, "out", 2), (oclgrind.DATA_RACE, "racy", 7, None, 1)]
+        (oclgrind.OUT_OF_BOUNDS, "shifted", 4, "out", 2), (oclgrind.DATA_RACE, "racy", 7, None, 1),
+        (oclgrind.REPORT_LIMIT, "racy", None, None, 1)]
+    assert "stopped reporting after 1000 reports" in found[2].message
     assert "index 1100 of 4-byte elements" in found[0].message
     assert found[0].work_item == "Global(0,0,0) Local(0,0,0) Group(0,0,0)"
     assert "the other access at line 9: x = tmp[0];" in found[1].message

@@ -26,6 +26,8 @@ from ..program import LocalMemory, _as_size
 from . import argtypes
 from .oclgrind import (DEFAULT_MAX_REPORTS, DEFAULT_TIMEOUT_S, KINDS, Finding, Memory,
                        MemcheckError, api_errors, parse, run_child, split)
+
+__all__ = ["Finding", "KINDS", "MemcheckError", "memcheck"]
 from .tune import load_source
 
 # A kernel that hands back where Oclgrind placed a buffer: its simulated address.
@@ -34,9 +36,6 @@ _WHERE = """__kernel void pyclperf_where(__global const uchar* p, __global ulong
 # __local declarations in a source: parameters and arrays declared inside kernels.
 _LOCAL_DECL = re.compile(r"\b(?:__)?local\s+(?:(?:const|volatile|unsigned|signed|struct)\s+)*"
                          r"\w+\s*\*?\s*(?:(?:restrict|const|volatile)\s+)*([A-Za-z_]\w*)")
-
-__all__ = ["Finding", "KINDS", "MemcheckError", "memcheck"]
-
 
 def memcheck(
     source: str | os.PathLike[str],
@@ -82,17 +81,14 @@ def memcheck(
     payload = {"source": text, "kernel": kernel_name, "args": values, "global": global_dims,
                "local": local_dims, "options": options,
                "defines": {str(k): v for k, v in (defines or {}).items()}}
-    locals_named = frozenset(_LOCAL_DECL.findall(text))
-    holder: dict[str, Memory] = {}
-
-    def on_timeout(log: str) -> list[Finding]:
-        return parse(log, holder.get("memory"))[0]
-
+    if isinstance(max_reports, bool) or not isinstance(max_reports, int) or max_reports < 1:
+        raise _core.InvalidArgumentError(f"max_reports must be a positive int, got {max_reports!r}")
+    # (On a timeout, the findings so far come without argument names: where the buffers went
+    # is known only once the child returns.)
     run = run_child("pyclperf.engine.memcheck:_launch", payload, timeout_s=timeout_s,
-                    data_races=data_races, uninitialized=uninitialized,
-                    max_reports=max_reports, on_timeout=on_timeout)
+                    data_races=data_races, uninitialized=uninitialized, max_reports=max_reports)
     placed = run.result
-    memory = Memory(placed["buffers"], placed["locals"], locals_named)
+    memory = Memory(placed["buffers"], placed["locals"], frozenset(_LOCAL_DECL.findall(text)))
     findings, _ = parse(split(run.log, [placed["start"]])[1], memory)
     extra, _ = parse(api_errors(run.stderr), memory)
     return findings + extra

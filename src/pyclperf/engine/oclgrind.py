@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from .. import _core, _icd
 
@@ -47,7 +47,10 @@ DATA_RACE = "data race"
 UNINITIALIZED = "uninitialized"
 DIVERGENCE = "divergence"
 INVALID = "invalid"
-KINDS = (OUT_OF_BOUNDS, DATA_RACE, UNINITIALIZED, DIVERGENCE, INVALID)
+# Not a problem in the kernel: Oclgrind stopped reporting at max_reports, so what came after is
+# missing from the list (never silently).
+REPORT_LIMIT = "report limit"
+KINDS = (OUT_OF_BOUNDS, DATA_RACE, UNINITIALIZED, DIVERGENCE, INVALID, REPORT_LIMIT)
 
 
 class MemcheckError(_core.PyclperfError):
@@ -217,19 +220,26 @@ def _one(lines: list[str], memory: Memory | None) -> tuple[Finding, tuple[Any, .
 
 def parse(text: str, memory: Memory | None = None) -> tuple[list[Finding], int]:
     """Oclgrind's reports in ``text`` as findings, identical ones merged (in order of first
-    appearance), and how many reports Oclgrind said it suppressed past its limit (0 if none)."""
+    appearance), and the number of reports after which Oclgrind stopped reporting (0 where it
+    did not stop). A stop is also the last finding, of kind REPORT_LIMIT."""
     merged: dict[tuple[Any, ...], Finding] = {}
-    suppressed = 0
+    limit = 0
     for lines in _blocks(text):
-        if _SUPPRESSED.match(lines[0]):
-            suppressed = int(_SUPPRESSED.match(lines[0]).group(1))  # type: ignore[union-attr]
+        stop = _SUPPRESSED.match(lines[0])
+        if stop:
+            limit = int(stop.group(1))
             continue
-        if lines[0].startswith("Oclgrind:") and not lines[0].startswith(API_ERROR):
+        if lines[0].startswith("Oclgrind:"):
             continue  # Oclgrind's own notes, not reports about the kernel
         f, key = _one(lines, memory)
         old = merged.get(key)
         merged[key] = f if old is None else replace(old, count=old.count + 1)
-    return list(merged.values()), suppressed
+    found = list(merged.values())
+    if limit:
+        kernel = found[-1].kernel if found else ""
+        found.append(Finding(REPORT_LIMIT, f"Oclgrind stopped reporting after {limit} reports "
+                             "(max_reports): later problems are not listed", kernel))
+    return found, limit
 
 
 def api_errors(stderr: str) -> str:
@@ -286,11 +296,10 @@ def library_or_raise() -> str:
 
 def run_child(target: str, payload: Any, *, timeout_s: float = DEFAULT_TIMEOUT_S,
               data_races: bool = True, uninitialized: bool = True,
-              max_reports: int = DEFAULT_MAX_REPORTS,
-              on_timeout: Callable[[str], list[Finding]] | None = None) -> ChildRun:
+              max_reports: int = DEFAULT_MAX_REPORTS) -> ChildRun:
     """Run ``target`` ("module:function") on Oclgrind in a child process; re-raise what it
     raised. MemcheckError where Oclgrind is missing, the child dies, or ``timeout_s`` passes
-    (its ``findings`` then from ``on_timeout(log so far)``)."""
+    (its ``findings`` then those in the log so far)."""
     if timeout_s <= 0:
         raise _core.InvalidArgumentError(f"timeout_s must be positive, got {timeout_s}")
     library = library_or_raise()
@@ -308,7 +317,7 @@ def run_child(target: str, payload: Any, *, timeout_s: float = DEFAULT_TIMEOUT_S
             text = _read(log)
             raise MemcheckError(f"Oclgrind did not finish within {timeout_s:g} s (it simulates "
                                 "every work-item: use smaller sizes)",
-                                on_timeout(text) if on_timeout else parse(text)[0]) from None
+                                parse(text)[0]) from None
         text = _read(log)
         if not os.path.exists(out):
             tail = "\n".join(proc.stderr.strip().splitlines()[-15:])

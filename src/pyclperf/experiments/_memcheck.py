@@ -37,6 +37,9 @@ def check_experiment(name: str, options: Mapping[str, Any] | None = None, *,
     keywords: size, local_size, values and the experiment's own) once on Oclgrind. The first
     entry is the construction (point None), holding what its own launches reported.
 
+    API errors are not findings here: experiments probe for features by building kernels that
+    may fail, and Oclgrind reports each such failure (on stderr) as it happens.
+
     Raises what building the experiment raises there, and MemcheckError where Oclgrind is
     missing, crashes or runs past ``timeout_s``."""
     run = run_child("pyclperf.experiments._memcheck:_verify_points",
