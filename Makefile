@@ -8,9 +8,10 @@ PY     := $(VENV)/bin/python
 OUT    ?= results
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# What the build and the CPU OpenCL device need from the distribution.
+# What the build and the CPU OpenCL device need from the distribution; oclgrind, the OpenCL
+# device simulator, for memory checks (pyclperf.engine.memcheck).
 DEBS := g++ ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers \
-        pocl-opencl-icd clinfo bubblewrap
+        pocl-opencl-icd clinfo bubblewrap oclgrind
 
 BUILD_DEPS := scikit-build-core pybind11 cmake ninja
 SOURCES := $(shell find src kernels -type f -not -path '*/__pycache__/*') CMakeLists.txt pyproject.toml
@@ -73,12 +74,14 @@ lab: install
 # detection is off: CPython and PoCL keep allocations to exit by design. Any sanitizer report
 # aborts the run.
 ASAN_SITE := build/asan-site
-# Tests that orchestrate other processes (notebooks, the guide, Dask workers, the wheel sandbox)
-# are left out here: the preloaded sanitizer follows every child slowly, and the core calls those
-# children make are the ones the remaining tests already drive in this process.
+# Tests that orchestrate other processes (notebooks, the guide, Dask workers, the wheel sandbox,
+# the Oclgrind children of memory checks) are left out here: the preloaded sanitizer follows
+# every child slowly, and the core calls those children make are the ones the remaining tests
+# already drive in this process.
 SANITIZE_TESTS ?= tests --ignore=tests/test_notebooks.py --ignore=tests/test_guide.py \
     --ignore=tests/test_guide_browser.py --ignore=tests/test_distributed.py \
-    --ignore=tests/test_fleet.py --ignore=tests/test_wheel.py
+    --ignore=tests/test_fleet.py --ignore=tests/test_wheel.py \
+    --ignore=tests/test_memcheck.py --ignore=tests/test_memcheck_experiments.py
 sanitize: $(VENV)/.deps-stamp
 	$(PY) -m pip install -q --no-build-isolation --no-deps --upgrade --target $(ASAN_SITE) \
 	    -C cmake.define.PYCLPERF_SANITIZE=ON -C cmake.build-type=RelWithDebInfo -C build-dir=build/asan .

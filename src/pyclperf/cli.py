@@ -74,7 +74,20 @@ def cmd_devices(args: argparse.Namespace) -> int:
     print("ICD loader set-up:")
     for part in NOTE.split("; "):
         print(f"  {part}")
+    _print_oclgrind()
     return EXIT_OK
+
+
+def _print_oclgrind() -> None:
+    """Where Oclgrind is, for memory checks. It is never listed as a device above: it reports
+    itself as GPU|CPU|ACCELERATOR and would become the default; memcheck runs it in a child
+    process whose loader sees it alone."""
+    from pyclperf._icd import find_oclgrind
+
+    lib = find_oclgrind()
+    print("Oclgrind for memory checks (pyclperf.engine.memcheck, in a process of its own):")
+    print(f"  {lib}" if lib else "  not found: apt-get install oclgrind, or pip install "
+          "'pyclperf[memcheck]', or set PYCLPERF_OCLGRIND to liboclgrind-rt-icd.so")
 
 
 def check_out_dir(out: str) -> Path:

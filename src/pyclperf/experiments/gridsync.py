@@ -10,8 +10,20 @@ Variants:
 * ``persistent``: the same kernel on compute units x resident groups per unit (pyclperf.limits'
   estimate on NVIDIA; one group per compute unit where nothing is known), each work-item
   striding over many more elements;
-* ``no_fence``: ``last_group`` without its memory fences. Nothing guarantees its result; whether
-  this device can be caught giving a wrong one is what its row says.
+* ``no_fence``: ``last_group`` without its ordering (no fences; a relaxed increment with
+  OpenCL 2.0 atomics). Nothing guarantees its result; whether this device can be caught giving
+  a wrong one is what its row says.
+
+How the last group learns that every other sum is stored (the rows' ``sync`` column): where the
+device has acquire/release atomics at device scope (OpenCL C 2.0, or 3.0 with
+``__opencl_c_atomic_order_acq_rel`` and ``__opencl_c_atomic_scope_device``; probed by building
+a kernel), the program is built with ``-cl-std=CL2.0``/``CL3.0`` and each group's increment is
+acq_rel, which makes its store of its sum visible to the group that comes last. On OpenCL 1.2
+devices (and with ``atomics="1.2"``) the sums are stored and read through 1.2 atomics, with
+``mem_fence`` around the increment: OpenCL 1.2 promises no ordering across work-groups, so that
+variant relies on the fences doing what they do on the GPUs it was run on. Either way every
+access another work-group can make at the same time is atomic: the kernel has no data race
+(Oclgrind's race detector finds none).
 
 The first two and ``no_fence`` use a large grid (``items_per_work_item`` elements each). Every
 variant is checked over ``trials`` launches on fresh uniform [0, 1) floats, the total poisoned
@@ -36,6 +48,45 @@ from ._kit import (DEFAULT_LOCAL_SIZE, FLOAT, by_variant, floats_to_sum, pick, p
 from .base import Check, Experiment, Launch, noise_note
 
 VARIANTS = ("two_pass", "last_group", "persistent", "no_fence")
+ATOMICS = ("auto", "2.0", "1.2")
+
+# Builds only where the device has what ATOMICS20 in gridsync.cl needs.
+ATOMICS20_PROBE = """
+#if __OPENCL_C_VERSION__ < 200
+#error "OpenCL C before 2.0"
+#endif
+#if __OPENCL_C_VERSION__ >= 300 && (!defined(__opencl_c_atomic_order_acq_rel) || \\
+                                    !defined(__opencl_c_atomic_scope_device))
+#error "no acquire/release atomics at device scope"
+#endif
+__kernel void probe(volatile __global atomic_uint* c, volatile __global atomic_float* f)
+{
+    atomic_store_explicit(f, 1.0f, memory_order_relaxed, memory_scope_device);
+    atomic_fetch_add_explicit(c, 1u, memory_order_acq_rel, memory_scope_device);
+}
+"""
+SYNC_20 = "OpenCL C {std} atomics: acq_rel increment at device scope"
+SYNC_12 = ("OpenCL 1.2 atomics + mem_fence: relies on the fences ordering a group's store before "
+           "its increment for other groups, which OpenCL 1.2 does not promise")
+
+
+def atomics20_options(ctx: Any) -> tuple[str | None, str]:
+    """Build options under which this device compiles gridsync.cl's ATOMICS20 (None where none
+    does), and what was found."""
+    info = ctx.info
+    tries = []
+    if info.version.startswith("OpenCL 3"):
+        tries.append("-cl-std=CL3.0")
+    if info.opencl_c_version.startswith("OpenCL C 2") or info.opencl_c_version.startswith("OpenCL C 3"):
+        tries.append("-cl-std=CL2.0")
+    for options in tries:
+        try:
+            ctx.program(ATOMICS20_PROBE, options=options).kernel("probe")
+        except _core.ClError:
+            continue
+        return options, f"device-scope acquire/release atomics built with {options!r}"
+    tried = ", ".join(repr(t) for t in tries) or "nothing: the device claims OpenCL C 1.2"
+    return None, f"no device-scope acquire/release atomics ({info.version}; tried {tried})"
 
 
 def resident_groups(info: Any, local_size: int) -> tuple[int, str]:
@@ -49,7 +100,8 @@ def resident_groups(info: Any, local_size: int) -> tuple[int, str]:
 
 class GridSync(Experiment):
     id = "gridsync"
-    description = ("a single-pass float sum finished by the last work-group (atomic counter + fences) "
+    description = ("a single-pass float sum finished by the last work-group (an atomic counter, "
+                   "acquire/release where OpenCL 2.0 atomics exist, else 1.2 fences) "
                    "vs two launches vs a persistent resident grid, and whether the fence-less variant "
                    "can be caught wrong (Quasar 9.8.2-9.8.3; `--size` is floats)")
     order = 234
@@ -62,11 +114,21 @@ class GridSync(Experiment):
 
     def __init__(self, ctx: Any, items: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
                  variants: Sequence[str] | None = None, items_per_work_item: int = 8,
-                 trials: int | None = None) -> None:
+                 trials: int | None = None, atomics: str = "auto") -> None:
+        """``atomics``: "auto" (OpenCL 2.0 atomics where the device has them, else 1.2), "2.0"
+        (refused where the device lacks them) or "1.2"."""
         super().__init__(ctx)
         info = ctx.info
         self.local_size = tree_local_size(self.id, local_size)
         self.variants = pick(self.id, VARIANTS, variants, "variants")
+        if atomics not in ATOMICS:
+            raise _core.InvalidArgumentError(f"{self.id}: atomics must be one of {ATOMICS}, got {atomics!r}")
+        options, note = atomics20_options(ctx) if atomics != "1.2" else (None, "OpenCL 1.2 asked for")
+        if atomics == "2.0" and options is None:
+            raise _core.InvalidArgumentError(f"{self.id}: atomics='2.0': {note}")
+        self.build_options = options or ""
+        self.atomics_note = note
+        self.sync = SYNC_20.format(std=options[-3:]) if options else SYNC_12
         self.items = floats_to_sum(self.id, info, items)
         if self.items > 2**31 or self.items * FLOAT > info.max_alloc_bytes:
             raise _core.InvalidArgumentError(
@@ -85,7 +147,8 @@ class GridSync(Experiment):
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "items": self.items, "local_size": self.local_size,
-                "groups": self.groups, "resident": self.resident_note, "trials": self.trials}
+                "groups": self.groups, "resident": self.resident_note, "trials": self.trials,
+                "sync": self.sync, "atomics": self.atomics_note}
 
     def points(self) -> list[dict[str, Any]]:
         return [{"variant": v} for v in self.variants]
@@ -94,7 +157,9 @@ class GridSync(Experiment):
         defines: dict[str, Any] = {"WG": self.local_size}
         if variant == "no_fence":
             defines["NO_FENCE"] = 1
-        return self.ctx.program(file="gridsync.cl", defines=defines)
+        if self.build_options:
+            defines["ATOMICS20"] = 1
+        return self.ctx.program(file="gridsync.cl", defines=defines, options=self.build_options)
 
     def chain(self, groups: int) -> int:
         """The longest chain of float32 roundings from an element to the total."""
@@ -118,7 +183,8 @@ class GridSync(Experiment):
         d = self.chain(groups)
         return Launch(steps, self.items * FLOAT,
                       columns={"groups": groups, "launches": len(steps), "rounding_chain": d,
-                               "rel_bound": gamma(d)})
+                               "rel_bound": gamma(d),
+                               "sync": "two launches" if variant == "two_pass" else self.sync})
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         x = self.rng.random(self.items, dtype=np.float32)
@@ -164,7 +230,8 @@ class GridSync(Experiment):
         else:
             fence = f"the fence-less variant did not run ({nf.get('status')})"
         results.meta["conclusion"] = (
-            "; ".join(parts or ["no variant verified"]) + f". {fence}. Quasar 9.8.2-9.8.3: a grid "
+            "; ".join(parts or ["no variant verified"]) + f". {fence}. The last group's ordering: "
+            f"{self.sync}. Quasar 9.8.2-9.8.3: a grid "
             "that waits on itself must be no larger than what can be resident (opt_block_cnt), and "
             "memory fences keep a global store from being seen after what follows it.")
 

@@ -90,11 +90,13 @@ class Shuffle(Experiment):
                     try:
                         program = self.ctx.program(file="shuffle.cl", options=options,
                                                    defines={"WG": self.local_size, define: 1})
-                    except _core.BuildError as exc:
+                        kernel = program.kernel("group_sum")
+                    except _core.ClError as exc:
+                        # A failed build; or a build that holds no kernel (Oclgrind 21.10 under
+                        # -cl-std=CL2.0: clCreateKernel answers CL_INVALID_KERNEL_NAME).
                         errors.setdefault(_first_error(str(exc)), []).append(options or "default options")
                         continue
-                    self.built[variant] = (program.kernel("group_sum"),
-                                           f"{define} with {options or 'default options'}")
+                    self.built[variant] = (kernel, f"{define} with {options or 'default options'}")
                     break
                 if variant in self.built:
                     break
