@@ -238,6 +238,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
             kwargs[key] = getattr(args, key)
     if args.no_isolate:
         kwargs["isolate"] = False
+    if args.memcheck:
+        kwargs["check"] = "memory"
     if args.dry_run:
         shown = {k: v for k, v in kwargs.items() if k not in ("source", "args", "answer", "metrics")}
         total, allowed = spec.space_size()
@@ -336,6 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds one configuration may take (build, verification, timing) before "
                         "its worker is stopped and its row says 'timeout' (default: the spec's, "
                         "else 10x the slowest so far, at least 30)")
+    t.add_argument("--memcheck", action="store_true",
+                   help="run each configuration's launch on Oclgrind first: out-of-bounds accesses, "
+                        "data races and uninitialised values become the row's status (small sizes)")
     t.add_argument("--no-isolate", action="store_true",
                    help="run the kernel in this process, not a supervised worker: unprotected "
                         "from a kernel that crashes, corrupts memory or hangs")

@@ -60,3 +60,14 @@ def supervise(job: Job, ctx: Any) -> supervisor.Supervisor:
         supervisor.checkin(sup)
         raise
     return sup
+
+
+def check_kind(check: str | None) -> str | None:
+    """tune()'s and run_kernel()'s ``check``: None, or "memory" where Oclgrind is installed."""
+    if check not in (None, "memory"):
+        raise ValueError(f"check={check!r}: the one check there is is check=\"memory\" (Oclgrind)")
+    if check == "memory":
+        from .oclgrind import library_or_raise
+
+        library_or_raise()  # not installed: say so now, not in every row
+    return check

@@ -62,6 +62,7 @@ class Job:
     min_repeats: int = 7
     max_repeats: int = 1000
     pinned: bool = False
+    check: str | None = None      # "memory": each configuration's launch first on Oclgrind
 
     def __post_init__(self) -> None:
         self.arguments = Arguments(self.ctx, self.pinned)
@@ -179,6 +180,28 @@ def guarded_launch(job: Job, kernel: Any, g: list[int], local: list[int] | None,
         raise ConfigFailed(OUT_OF_BOUNDS, problem)
 
 
+def memory_check(job: Job, config: Config, values: list[Any], g: list[int],
+                 local: list[int] | None) -> float:
+    """check="memory": the configuration's launch on Oclgrind first, the same arguments and
+    sizes, before anything runs on the device. A finding ends the configuration: a write or
+    read out of an array's (or a __local buffer's) bounds is ``out of bounds``; a data race, a
+    use of an uninitialised value or a divergent barrier makes the outputs undefined, so
+    ``wrong result``. Returns the seconds it took."""
+    from .memcheck import MemcheckError, memcheck
+
+    t0 = time.perf_counter()
+    try:
+        found = memcheck(job.source, job.kernel_name, values, g, local, options=job.options,
+                         defines=config)
+    except MemcheckError as exc:
+        raise ConfigFailed(INVALID, f"memory check: {exc}") from None
+    if found:
+        status = OUT_OF_BOUNDS if any(f.kind == "out of bounds" for f in found) else WRONG
+        raise ConfigFailed(status, "memory check (Oclgrind): " + "; ".join(map(str, found[:5]))
+                           + (f"; and {len(found) - 5} more" if len(found) > 5 else ""))
+    return time.perf_counter() - t0
+
+
 def probe_extent(job: Job, config: Config, guard_bytes: int) -> tuple[str, bool]:
     """One launch of ``config`` with guard zones of ``guard_bytes``: (what the guards saw,
     whether the write reached past them too). How far a write past an array's end really
@@ -207,6 +230,8 @@ def verified_launch(job: Job, config: Config, row: dict[str, Any]) -> tuple[Any,
     names = [a.name for a in kernel.args]
     values = job.resolve_args(config)
     inout = _indices(job.inout, names, "inout")
+    if job.check == "memory":
+        row["memcheck_s"] = memory_check(job, config, values, g, local)
 
     # The guarded launch: every output poisoned, every guard zone checked afterwards. Which
     # outputs are poisoned is known before binding, so bind does not upload what the poison
@@ -273,6 +298,8 @@ def run_once(job: Job, config: Config) -> list[Any]:
         _check_launch(kernel, g, local)
         values = job.resolve_args(config)
         inout = _indices(job.inout, [a.name for a in kernel.args], "inout")
+        if job.check == "memory":
+            memory_check(job, config, values, g, local)
         job.arguments.bind(kernel, values, math.prod(g), inout)
         guarded_launch(job, kernel, g, local, values, inout, [])
         return job.arguments.outputs()

@@ -22,13 +22,13 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .. import _core
-from ..program import LocalMemory, _as_size
+from ..program import LocalMemory
 from . import argtypes
 from .oclgrind import (DEFAULT_MAX_REPORTS, DEFAULT_TIMEOUT_S, KINDS, Finding, Memory,
                        MemcheckError, api_errors, parse, run_child, split)
 
 __all__ = ["Finding", "KINDS", "MemcheckError", "memcheck"]
-from .tune import load_source
+from .inputs import load_source
 
 # A kernel that hands back where Oclgrind placed a buffer: its simulated address.
 _WHERE = """__kernel void pyclperf_where(__global const uchar* p, __global ulong* out)
@@ -36,6 +36,17 @@ _WHERE = """__kernel void pyclperf_where(__global const uchar* p, __global ulong
 # __local declarations in a source: parameters and arrays declared inside kernels.
 _LOCAL_DECL = re.compile(r"\b(?:__)?local\s+(?:(?:const|volatile|unsigned|signed|struct)\s+)*"
                          r"\w+\s*\*?\s*(?:(?:restrict|const|volatile)\s+)*([A-Za-z_]\w*)")
+
+def _dims(value: Any, name: str) -> list[int]:
+    """A launch size (one integer or a sequence of them) as a list of non-negative ints."""
+    dims = [value] if np.isscalar(value) else list(value)
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"{name} must hold integers, got {d!r}")
+        if d < 0:
+            raise _core.InvalidArgumentError(f"{name} {tuple(dims)} has a negative entry")
+    return [int(d) for d in dims]
+
 
 def memcheck(
     source: str | os.PathLike[str],
@@ -67,8 +78,8 @@ def memcheck(
     ``timeout_s`` (with ``findings`` reported until then).
     """
     text = load_source(source)
-    global_dims = _as_size(global_size, "global size")
-    local_dims = [] if local_size is None else _as_size(local_size, "local size")
+    global_dims = _dims(global_size, "global size")
+    local_dims = [] if local_size is None else _dims(local_size, "local size")
     values = list(args)
     for i, value in enumerate(values):
         if isinstance(value, (_core.Buffer, _core.Image, _core.Sampler)):

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 from ..results import CRASHED, INVALID, LAUNCH_FAILED, OUT_OF_BOUNDS, TIMEOUT
 from . import supervisor
-from .inputs import load_source, options_text, static_checks, supervise
+from .inputs import check_kind, load_source, options_text, static_checks, supervise
 from .measure import Job, KernelRunError, run_once
 from .space import Config, Divisor, Geometry
 from .verification import Verification
@@ -31,12 +31,14 @@ def run_kernel(
     inout: Sequence[int | str] = (),
     isolate: bool = True,
     timeout: float | None = None,
+    check: str | None = None,
 ) -> list[Any]:
     """Build and run one configuration once, inside padded and guarded buffers; return the
     arguments with arrays read back. A write past an array's end, a refused launch, a crash,
     a hang past ``timeout`` seconds or a wrong argument raises KernelRunError (its ``status``
     as tune's rows say) or an exception that names the argument. As in tune(), the kernel runs
-    in a worker process unless ``isolate=False``."""
+    in a worker process unless ``isolate=False``; ``check="memory"`` runs the launch on
+    Oclgrind first (see tune())."""
     from ..context import Context
 
     if not isolate:
@@ -45,7 +47,8 @@ def run_kernel(
     job = Job(ctx if not isolate else None, load_source(source), kernel_name, list(args),
               Geometry(problem_size, global_size, (grid_div_x, grid_div_y, grid_div_z),
                        block_size_names or ("block_size_x", "block_size_y", "block_size_z")),
-              Verification(), options_text(options, None), inout=list(inout))
+              Verification(), options_text(options, None), inout=list(inout),
+              check=check_kind(check))
     if isolate:
         return supervised_call(job, ctx, "run_once", dict(params or {}), timeout,
                                lambda status, message: KernelRunError(status, message))

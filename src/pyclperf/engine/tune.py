@@ -22,10 +22,13 @@ from ..results import INVALID, TIMEOUT, Results
 from ..sweep import RowStream, base_meta
 from . import fingerprint as fp
 from . import supervisor
-from .inputs import load_source, options_text, static_checks, supervise
+from .inputs import check_kind, load_source, options_text, static_checks, supervise
 from .measure import Job, measure, prune
 from .space import Config, Divisor, Geometry, compile_divisors, config_key, configurations
 from .verification import Verification
+
+# A configuration's time limit grows by this when it is first run on Oclgrind (check="memory").
+MEMCHECK_ALLOWANCE_S = 120.0
 
 
 def _defining(job: Job, params: Mapping[str, Any], restrictions: Sequence[Any],
@@ -108,6 +111,7 @@ def tune(
     client: Any = None,
     isolate: bool = True,
     timeout: float | None = None,
+    check: str | None = None,
 ) -> Results:
     """Build, verify and time ``kernel_name`` for the configurations of ``params``.
 
@@ -139,6 +143,11 @@ def tune(
       ``timeout`` bounds one configuration (build + verification + timing) in seconds; by
       default 10x the slowest so far, at least 30 s. ``isolate=False`` runs in this process,
       unprotected: a kernel that corrupts memory can take it down.
+    * ``check="memory"``: each configuration's launch runs first on Oclgrind, a simulator that
+      finds out-of-bounds accesses (global and __local, reads too), data races and uses of
+      uninitialised values, naming the source line; a finding is the row's status. Slow (every
+      work-item is interpreted): for small problem sizes. Needs Oclgrind (``make deps``, the
+      Debian package, or ``pip install "pyclperf[memcheck]"``).
     * Many devices (``pip install "pyclperf[distributed]"``): ``devices="all"`` (every GPU
       here) or a list of device specs runs the configurations on a local Dask cluster, one
       worker process per device; ``client`` uses an existing Dask cluster instead (see
@@ -168,7 +177,8 @@ def tune(
                        block_size_names or ("block_size_x", "block_size_y", "block_size_z")),
               Verification(answer, reference, verify, rtol, atol),
               options_text(options, compiler_options), dict(metrics or {}), poison,
-              list(inout), reset_outputs, warmup, min_time, min_repeats, max_repeats, pinned)
+              list(inout), reset_outputs, warmup, min_time, min_repeats, max_repeats, pinned,
+              check_kind(check))
     configs, failed = prune(configurations(space), checks)
     _harness_check(job, configs)
     fleet = sup = None
@@ -270,7 +280,7 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
             left = None if time_limit is None else float(time_limit) - (time.monotonic() - started)
             if left is not None and left <= 0:
                 break
-            own = sup.limit(timeout)
+            own = sup.limit(timeout) + (MEMCHECK_ALLOWANCE_S if job.check else 0.0)
             row = sup.measure(config, own if left is None else min(own, left))
             if row["status"] == TIMEOUT and left is not None and left < own:
                 stream.results.meta["stopped"] = "time_limit"  # cut by the run's limit: no row
