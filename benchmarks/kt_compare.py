@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tool", choices=["both", "kt", "pyclperf", "pyclperf-inprocess"],
                     default="both")
     ap.add_argument("--vendors", default="/tmp/kt-vendors")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of the tools, alternating")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     nbytes = args.mib << 20
@@ -120,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                                       args.tool == "pyclperf")))
         return 0
     out: dict[str, list[dict[str, Any]]] = {}
-    # Twice each, alternating.
-    for tool in ("kt", "pyclperf", "pyclperf-inprocess", "kt", "pyclperf", "pyclperf-inprocess"):
+    # Each tool once a round, alternating.
+    for tool in ("kt", "pyclperf", "pyclperf-inprocess") * args.rounds:
         env = dict(os.environ)
         if tool == "kt":
             env["OCL_ICD_VENDORS"] = str(_vendors(Path(args.vendors)))
@@ -158,12 +159,13 @@ def main(argv: list[str] | None = None) -> int:
               f"fastest): {per_pc / per_kt:.3f}; configurations Kernel Tuner ran that pyclperf "
               f"did not: {missing or 'none'}")
     if good.get("pyclperf") and good.get("pyclperf-inprocess"):
-        inproc = min(r["wall_s"] for r in good["pyclperf-inprocess"])
+        inproc = [r["wall_s"] for r in good["pyclperf-inprocess"]]
         for key in ("pyclperf", "pyclperf-warm"):
             walls = [r["wall_s"] for r in good.get(key, [])]
             if walls:
-                print(f"supervision cost, {key} / in-process wall (slowest / fastest): "
-                      f"{max(walls) / inproc:.3f}")
+                print(f"supervision cost, {key} / in-process wall: median "
+                      f"{float(np.median(walls)) / float(np.median(inproc)):.3f}, slowest / "
+                      f"fastest {max(walls) / min(inproc):.3f}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0

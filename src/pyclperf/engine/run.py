@@ -43,6 +43,8 @@ def run_kernel(
 
     if not isolate:
         ctx = Context() if ctx is None else ctx
+    else:
+        supervisor.prestart(supervisor.device_spec(ctx))
     static_checks(args)
     job = Job(ctx if not isolate else None, load_source(source), kernel_name, list(args),
               Geometry(problem_size, global_size, (grid_div_x, grid_div_y, grid_div_z),

@@ -329,6 +329,17 @@ def checkout(device: str) -> Supervisor:
     return Supervisor(device, worker if worker is not None else Worker(device))
 
 
+def prestart(device: str) -> None:
+    """Start a worker on ``device`` now, unless one is idle there already, so that its process
+    start and device context overlap with the caller's own preparations (checking the
+    arguments, computing the reference, serialising the job); checkout() finds it."""
+    with _lock:
+        pool = _idle.setdefault(device, [])
+        if any(w.alive() for w in pool):
+            return
+        pool.append(Worker(device))
+
+
 def checkin(supervisor: Supervisor) -> None:
     """Give the supervisor's worker back for the next call (or end it if one is kept already)."""
     worker, supervisor.worker = supervisor.worker, None

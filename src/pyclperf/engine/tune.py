@@ -164,6 +164,8 @@ def tune(
     supervised = bool(isolate) and not distributed
     if not distributed and not supervised:
         ctx = Context() if ctx is None else ctx
+    if supervised:
+        supervisor.prestart(supervisor.device_spec(ctx))
     if isinstance(restrictions, (str, bytes)) or callable(restrictions):
         restrictions = [restrictions]  # type: ignore[list-item]
     checks = compile_restrictions(list(restrictions), list(space))  # type: ignore[arg-type]
