@@ -170,3 +170,26 @@ def test_event_and_host_timing(ctx, prog):
         k.time(4096, 64, repeats=0)
     with pytest.raises(pyclperf.InvalidArgumentError, match="method"):
         k.time(4096, 64, method="stopwatch")
+
+
+def test_local_memory_use_is_the_drivers_to_refuse(ctx):
+    """CL_KERNEL_LOCAL_MEM_SIZE is not pyclperf's to enforce: a driver may report more than a
+    kernel uses (34,816 bytes for 17,408 was seen) and run it. A kernel asking for the device's
+    whole local memory plus a static array passes the launch check; what the driver then says
+    is the answer (it runs, or ClError such as CL_OUT_OF_RESOURCES), never pyclperf's own
+    refusal."""
+    src = """__kernel void big(__global float* out, __local float* table) {
+        __local float extra[16];
+        const int lid = get_local_id(0);
+        table[lid] = (float)lid; extra[lid % 16] = 1.0f;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        out[get_global_id(0)] = table[lid] + extra[lid % 16];
+    }"""
+    k = ctx.program(source=src).kernel("big")
+    out = ctx.buffer(4 * 64)
+    k.set_args(out, pyclperf.LocalMemory(ctx.info.local_mem_bytes))
+    pyclperf._core.validate_launch(k, [64], [64])   # no refusal of pyclperf's own
+    try:
+        k.run(64, 64)
+    except pyclperf.ClError:
+        pass                                       # the driver's refusal, in its own words

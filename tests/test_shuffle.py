@@ -4,10 +4,14 @@ tree that drops a level is caught; the bound is the derived one."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 import pyclperf
+from pyclperf.devices import build_std, missing
+from pyclperf.experiments.shuffle import NEEDS
 from pyclperf.checks import gamma
 from pyclperf.experiments.base import run_experiment
 from pyclperf.experiments.shuffle import Shuffle
@@ -28,8 +32,38 @@ def test_each_variant_verifies_or_says_why_not(shuf):
     assert df.loc["tree", "status"] == "ok"
     for variant, row in df.iterrows():
         assert row["status"] in ("ok", "skipped"), (variant, row["error"])
-        if row["status"] == "skipped":
+        unclaimed = missing(shuf_ctx_info(shuf), NEEDS[variant])
+        if unclaimed:  # never built, let alone run, where the device does not claim it
+            assert row["status"] == "skipped" and row["error"] == unclaimed, (variant, row["error"])
+        elif row["status"] == "skipped":
             assert "does not build" in row["error"]
+
+
+def shuf_ctx_info(res):
+    return pyclperf.select_device(f"{res.meta['device']['platform_index']}:{res.meta['device']['device_index']}")
+
+
+def test_what_a_device_claims_decides_which_variants_run():
+    """A device that lists no OpenCL C 2.0 and no work-group collective functions gets no
+    work-group variant, even where its compiler would build one (a driver did, and summed 8
+    lanes); OpenCL 3.0 features and 2.x versions both count as claims."""
+    def info(c_version, versions=(), features=(), extensions=""):
+        return SimpleNamespace(opencl_c_version=c_version, opencl_c_all_versions=list(versions),
+                               opencl_c_features=list(features),
+                               has_extension=lambda e: e in extensions.split())
+
+    old = info("OpenCL C 1.2")
+    assert "work-group collective functions" in missing(old, NEEDS["workgroup"])
+    assert "sub-groups" in missing(old, NEEDS["subgroup"]) and build_std(old) == []
+    v20 = info("OpenCL C 2.0")
+    assert missing(v20, NEEDS["workgroup"]) == "" and build_std(v20) == ["-cl-std=CL2.0"]
+    assert missing(v20, NEEDS["subgroup"]) != ""            # sub-groups came with 2.1
+    v30 = info("OpenCL C 1.2", ["1.2", "3.0"], ["__opencl_c_subgroups"])
+    assert missing(v30, NEEDS["workgroup"]) != "" and missing(v30, NEEDS["subgroup"]) == ""
+    assert build_std(v30) == ["-cl-std=CL3.0"]
+    both = info("OpenCL C 1.2", ["1.2", "3.0"], ["__opencl_c_work_group_collective_functions"],
+                "cl_khr_subgroups cl_khr_subgroup_shuffle")
+    assert all(missing(both, NEEDS[v]) == "" for v in NEEDS)
 
 
 def test_metrics_and_bounds(shuf):

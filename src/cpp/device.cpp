@@ -1,3 +1,4 @@
+#include <cstring>
 #include "device.hpp"
 
 #include "error.hpp"
@@ -67,6 +68,25 @@ bool DeviceInfo::has_extension(const std::string& ext) const {
     return false;
 }
 
+// A cl_name_version list query (OpenCL 3.0): the versions as "major.minor", or the names. A
+// device before 3.0 refuses the query: an empty list.
+std::vector<std::string> name_versions(cl_device_id d, cl_device_info what, bool versions) {
+    std::size_t bytes = 0;
+    if (clGetDeviceInfo(d, what, 0, nullptr, &bytes) != CL_SUCCESS || bytes == 0) return {};
+    std::vector<cl_name_version> items(bytes / sizeof(cl_name_version));
+    if (clGetDeviceInfo(d, what, items.size() * sizeof(cl_name_version), items.data(), nullptr) != CL_SUCCESS)
+        return {};
+    std::vector<std::string> out;
+    for (const auto& item : items) {
+        if (versions)
+            out.push_back(std::to_string(CL_VERSION_MAJOR(item.version)) + "." +
+                          std::to_string(CL_VERSION_MINOR(item.version)));
+        else
+            out.push_back(std::string(item.name, strnlen(item.name, CL_NAME_VERSION_MAX_NAME_SIZE)));
+    }
+    return out;
+}
+
 DeviceInfo describe(const cl::Device& d, int platform_index, int device_index) {
     DeviceInfo info;
     info.platform_index = platform_index;
@@ -81,6 +101,8 @@ DeviceInfo describe(const cl::Device& d, int platform_index, int device_index) {
     info.driver_version = clean(d.getInfo<CL_DRIVER_VERSION>());
     info.opencl_c_version = clean(d.getInfo<CL_DEVICE_OPENCL_C_VERSION>());
     info.extensions = clean(d.getInfo<CL_DEVICE_EXTENSIONS>());
+    info.opencl_c_all_versions = name_versions(d(), CL_DEVICE_OPENCL_C_ALL_VERSIONS, true);
+    info.opencl_c_features = name_versions(d(), CL_DEVICE_OPENCL_C_FEATURES, false);
     info.compute_units = d.getInfo<CL_DEVICE_MAX_COMPUTE_UNITS>();
     info.max_clock_mhz = d.getInfo<CL_DEVICE_MAX_CLOCK_FREQUENCY>();
     info.address_bits = d.getInfo<CL_DEVICE_ADDRESS_BITS>();

@@ -22,6 +22,11 @@ struct DeviceInfo {
     std::string driver_version;
     std::string opencl_c_version;
     std::string extensions;
+    // OpenCL 3.0 devices: every OpenCL C version they accept ("1.2", "3.0", ...) and their
+    // optional OpenCL C features ("__opencl_c_subgroups", ...). Empty where the device
+    // predates 3.0 (then opencl_c_version says it all).
+    std::vector<std::string> opencl_c_all_versions;
+    std::vector<std::string> opencl_c_features;
 
     std::uint32_t compute_units = 0;
     std::uint32_t max_clock_mhz = 0;

@@ -125,11 +125,9 @@ void validate(const Kernel& kernel, const NDRange& range) {
                                       dims_text({reqd.begin(), reqd.begin() + dims}) +
                                       " (reqd_work_group_size), got " + dims_text(range.local));
     }
-    if (limits.local_mem_bytes > info.local_mem_bytes)
-        throw InvalidArgument("kernel '" + kernel.name() + "' needs " +
-                              std::to_string(limits.local_mem_bytes) +
-                              " bytes of local memory; the device has " +
-                              std::to_string(info.local_mem_bytes));
+    // CL_KERNEL_LOCAL_MEM_SIZE is not enforced either: some drivers report more than a kernel
+    // uses (34,816 bytes for 17,408 seen), and the launch runs. A launch that truly needs
+    // more local memory than the device has is refused by the driver (CL_OUT_OF_RESOURCES).
 }
 
 void run(Kernel& kernel, const NDRange& range) {

@@ -13,6 +13,7 @@ pyclperf's: there a lone number is a platform, not a flat device index):
 from __future__ import annotations
 
 import os
+import re
 from typing import Sequence, TypeVar, Union
 
 from . import _core
@@ -190,3 +191,61 @@ def device_summary(d: _core.DeviceInfo) -> dict[str, object]:
         out["nv_registers_per_block"] = d.nv_registers_per_block
         out["nv_warp_size"] = d.nv_warp_size
     return out
+
+
+# --- what OpenCL C a device claims --------------------------------------------------------
+# What OpenCL C a device claims: its versions, its optional features and extensions.
+#
+# A variant that needs a language feature (work-group collectives, sub-groups, shuffles) runs only
+# where the device claims it; a driver that compiles such code anyway, on a device that does not
+# claim it, may produce wrong results (a work-group reduction that summed 8 lanes was seen), so a
+# successful build is not enough. OpenCL 3.0 devices list their versions and features
+# (CL_DEVICE_OPENCL_C_ALL_VERSIONS, CL_DEVICE_OPENCL_C_FEATURES); older ones give one version
+# string (CL_DEVICE_OPENCL_C_VERSION), and every feature of that version is implied.
+
+_VERSION = re.compile(r"OpenCL C (\d+)\.(\d+)")
+
+
+def c_versions(info: _core.DeviceInfo) -> set[tuple[int, int]]:
+    """Every OpenCL C version the device accepts, as (major, minor)."""
+    found = {tuple(int(x) for x in v.split(".")[:2]) for v in getattr(info, "opencl_c_all_versions", [])}
+    m = _VERSION.search(info.opencl_c_version or "")
+    if m:
+        found.add((int(m.group(1)), int(m.group(2))))
+    return {v for v in found if len(v) == 2}  # type: ignore[misc]
+
+
+def claims(info: _core.DeviceInfo, feature: str) -> bool:
+    """Whether the device claims an OpenCL C feature (``__opencl_c_...``): listed by a 3.0
+    device, or implied by an OpenCL C 2.x version it accepts (2.0 made every one of today's
+    optional 3.0 features mandatory, sub-groups aside, which came with 2.1)."""
+    if feature in getattr(info, "opencl_c_features", []):
+        return True
+    versions = c_versions(info)
+    if feature == "__opencl_c_subgroups":
+        return any((2, 1) <= v < (3, 0) for v in versions)
+    return any((2, 0) <= v < (3, 0) for v in versions)
+
+
+def build_std(info: _core.DeviceInfo) -> list[str]:
+    """-cl-std options for code that needs OpenCL C 2.0 or later features, highest first: only
+    the versions the device claims."""
+    versions = c_versions(info)
+    return [f"-cl-std=CL{major}.{minor}" for major, minor in sorted(versions, reverse=True)
+            if (major, minor) >= (2, 0)]
+
+
+def missing(info: _core.DeviceInfo, needs: dict[str, str]) -> str:
+    """Why a variant cannot run here ("" when it can): ``needs`` maps a requirement to its
+    words; a requirement is a feature (``__opencl_c_...``), an extension (``cl_...``), or
+    several alternatives joined by ``|``."""
+    why = []
+    for requirement, words in needs.items():
+        options = requirement.split("|")
+        if not any(claims(info, o) if o.startswith("__opencl_c") else info.has_extension(o)
+                   for o in options):
+            why.append(f"{words} ({' or '.join(options)})")
+    if not why:
+        return ""
+    return (f"the device does not claim {' nor '.join(why)}: "
+            f"{info.opencl_c_version}, features {list(getattr(info, 'opencl_c_features', []))}")

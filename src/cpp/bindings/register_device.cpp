@@ -22,6 +22,8 @@ void register_device(py::module_& m) {
         .def_readonly("driver_version", &D::driver_version)
         .def_readonly("opencl_c_version", &D::opencl_c_version)
         .def_readonly("extensions", &D::extensions)
+        .def_readonly("opencl_c_all_versions", &D::opencl_c_all_versions)
+        .def_readonly("opencl_c_features", &D::opencl_c_features)
         .def_readonly("compute_units", &D::compute_units)
         .def_readonly("max_clock_mhz", &D::max_clock_mhz)
         .def_readonly("address_bits", &D::address_bits)

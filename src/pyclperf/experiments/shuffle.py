@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
+from ..devices import build_std, missing
 from ..checks import compare_close, gamma, poison_device
 from ..results import OK, SKIPPED
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, floats_to_sum, pick, tree_local_size
@@ -42,13 +43,22 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 }
 
 
+# What each variant's built-ins need the device to claim (devices.missing): a driver may
+# compile them on a device that claims none of it, and then compute wrong sums.
+NEEDS = {
+    "tree": {},
+    "shuffle": {"cl_khr_subgroup_shuffle|cl_intel_subgroups": "sub-group shuffles"},
+    "subgroup": {"cl_khr_subgroups|__opencl_c_subgroups|cl_intel_subgroups": "sub-groups"},
+    "workgroup": {"__opencl_c_work_group_collective_functions": "work-group collective functions"},
+}
+
+
 def build_tries(info: Any, variant: str) -> list[str]:
     """Build options to try for a variant: the tree needs none; the others need OpenCL C 2.0 or
-    3.0 for their built-ins."""
+    later for their built-ins, tried only in the versions the device claims."""
     if variant == "tree":
         return [""]
-    tries = ["-cl-std=CL3.0"] if info.version.startswith("OpenCL 3") else []
-    return tries + ["-cl-std=CL2.0", ""]
+    return build_std(info) + [""]
 
 
 class Shuffle(Experiment):
@@ -113,6 +123,9 @@ class Shuffle(Experiment):
         return [{"variant": v} for v in self.variants]
 
     def skip(self, point: dict[str, Any]) -> str | None:
+        unclaimed = missing(self.ctx.info, NEEDS[point["variant"]])
+        if unclaimed:
+            return unclaimed
         kernel, how = self.build(point["variant"])
         return how if kernel is None else None
 
