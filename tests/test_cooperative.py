@@ -115,7 +115,7 @@ def test_reduction_verifies_and_skips_subgroups_only_without_them(ctx, red):
     rows = {r["variant"]: r for r in red.rows}
     assert rows["tree"]["status"] == "ok" and rows["atomic"]["status"] == "ok", red.df["error"].tolist()
     options, note = subgroup_options(ctx)
-    if options is None:  # PoCL's CPU device here: no cl_khr_subgroups, no __opencl_c_subgroups
+    if options is None:  # PoCL's CPU device here: it claims neither cl_khr_subgroups nor __opencl_c_subgroups
         assert rows["subgroup"]["status"] == "skipped"
         assert rows["subgroup"]["error"] == note and "no sub-groups" in note
         assert "subgroup skipped" in red.meta["conclusion"]

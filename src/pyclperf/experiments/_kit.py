@@ -38,6 +38,29 @@ def pick(experiment: str, known: Mapping[str, Any] | Sequence[str], given: Seque
     return chosen
 
 
+def probe_build(ctx: Any, source: str, kernel_name: str, needs: Mapping[str, str],
+                what: str) -> tuple[str | None, str]:
+    """Build options under which ``ctx``'s device compiles ``source`` for a feature (None when
+    none does), and what was found. The device must first claim what ``needs`` names
+    (devices.missing): a driver may compile code for a feature it does not claim and compute
+    wrong results with it. Then -cl-std at each OpenCL C version of 2.0 or later it lists, then
+    its default."""
+    from ..devices import build_std, missing
+
+    unclaimed = missing(ctx.info, needs)
+    if unclaimed:
+        return None, f"no {what}: {unclaimed}"
+    tries = build_std(ctx.info) + [""]
+    for options in tries:
+        try:
+            ctx.program(source, options=options).kernel(kernel_name)
+        except _core.ClError:
+            continue
+        return options, f"{what} built with {options or 'default options'!r}"
+    return None, (f"no {what}: the device claims it, but no probe built "
+                  f"(tried {', '.join(repr(t) for t in tries)})")
+
+
 def check_launch(experiment: str, kernel: Any, global_size: Any, local_size: Any) -> None:
     """Refuse (InvalidArgumentError) a launch the device cannot take: the core's own check
     (``_core.validate_launch``: dimensions, CL_DEVICE_MAX_WORK_GROUP_SIZE and _ITEM_SIZES, a

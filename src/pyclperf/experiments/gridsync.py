@@ -44,7 +44,7 @@ from ..checks import compare_close, gamma, poison_device
 from ..limits import estimate
 from ..results import OK, WRONG
 from ._kit import (DEFAULT_LOCAL_SIZE, FLOAT, by_variant, floats_to_sum, pick, positive,
-                   tree_local_size)
+                   probe_build, tree_local_size)
 from .base import Check, Experiment, Launch, noise_note
 
 VARIANTS = ("two_pass", "last_group", "persistent", "no_fence")
@@ -65,6 +65,9 @@ __kernel void probe(volatile __global atomic_uint* c, volatile __global atomic_f
     atomic_fetch_add_explicit(c, 1u, memory_order_acq_rel, memory_scope_device);
 }
 """
+# What the device must claim for ATOMICS20 (OpenCL C 2.0 implies both).
+ATOMICS20_NEEDS = {"__opencl_c_atomic_order_acq_rel": "acquire/release atomics",
+                   "__opencl_c_atomic_scope_device": "device-scope atomics"}
 SYNC_20 = "OpenCL C {std} atomics: acq_rel increment at device scope"
 SYNC_12 = ("OpenCL 1.2 atomics + mem_fence: relies on the fences ordering a group's store before "
            "its increment for other groups, which OpenCL 1.2 does not promise")
@@ -73,20 +76,8 @@ SYNC_12 = ("OpenCL 1.2 atomics + mem_fence: relies on the fences ordering a grou
 def atomics20_options(ctx: Any) -> tuple[str | None, str]:
     """Build options under which this device compiles gridsync.cl's ATOMICS20 (None where none
     does), and what was found."""
-    info = ctx.info
-    tries = []
-    if info.version.startswith("OpenCL 3"):
-        tries.append("-cl-std=CL3.0")
-    if info.opencl_c_version.startswith("OpenCL C 2") or info.opencl_c_version.startswith("OpenCL C 3"):
-        tries.append("-cl-std=CL2.0")
-    for options in tries:
-        try:
-            ctx.program(ATOMICS20_PROBE, options=options).kernel("probe")
-        except _core.ClError:
-            continue
-        return options, f"device-scope acquire/release atomics built with {options!r}"
-    tried = ", ".join(repr(t) for t in tries) or "nothing: the device claims OpenCL C 1.2"
-    return None, f"no device-scope acquire/release atomics ({info.version}; tried {tried})"
+    return probe_build(ctx, ATOMICS20_PROBE, "probe", ATOMICS20_NEEDS,
+                       "device-scope acquire/release atomics")
 
 
 def resident_groups(info: Any, local_size: int) -> tuple[int, str]:

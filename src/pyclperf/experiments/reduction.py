@@ -34,7 +34,7 @@ import numpy as np
 from .. import _core
 from ..checks import compare_close, gamma, poison_device
 from ..results import OK, SKIPPED
-from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, default_groups, pick, tree_local_size
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, default_groups, pick, probe_build, tree_local_size
 from .base import Check, Experiment, Launch, noise_note
 
 VARIANTS = ("tree", "subgroup", "atomic")
@@ -50,25 +50,13 @@ __kernel void probe(__global float* x) { x[get_global_id(0)] = sub_group_reduce_
 """
 
 
+SUBGROUP_NEEDS = {"cl_khr_subgroups|__opencl_c_subgroups|cl_intel_subgroups": "sub-groups"}
+
+
 def subgroup_options(ctx: Any) -> tuple[str | None, str]:
     """Build options under which this device compiles ``sub_group_reduce_add`` (None if none
     does), and what was found."""
-    info = ctx.info
-    tries = []
-    if info.version.startswith("OpenCL 3"):
-        tries.append("-cl-std=CL3.0")
-    if info.has_extension("cl_khr_subgroups"):
-        tries += ["-cl-std=CL2.0", ""]
-    for options in tries:
-        try:
-            ctx.program(PROBE, options=options)
-        except _core.BuildError:
-            continue
-        return options, f"sub-groups built with {options or 'default options'!r}"
-    listed = "lists" if info.has_extension("cl_khr_subgroups") else "lacks"
-    tried = ", ".join(repr(t) for t in tries) or "nothing: neither OpenCL 3.0 nor the extension"
-    return None, (f"no sub-groups on this device ({info.version}): it {listed} cl_khr_subgroups "
-                  f"and no sub_group_reduce_add probe built (tried {tried})")
+    return probe_build(ctx, PROBE, "probe", SUBGROUP_NEEDS, "sub-groups")
 
 
 class Reduction(Experiment):
