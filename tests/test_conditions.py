@@ -1,0 +1,100 @@
+"""engine.conditions: the clocks, throttle reasons, power, temperature and energy around a point,
+from NVML, and the flags a row gets when the GPU was not at full speed or not alone. NVML is
+stood in for (pynvml's names, an H200's figures); the GPU suite reads the real one."""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+
+import pytest
+
+from pyclperf.engine import conditions
+from pyclperf.engine.conditions import Conditions, energy_columns
+
+H200 = types.SimpleNamespace(name="NVIDIA H200", vendor="NVIDIA Corporation",
+                             platform_name="NVIDIA CUDA")
+
+
+def fake_nvml(sm=1980, reasons=0, others=(), energy_step_mj=500):
+    class NVMLError(Exception):
+        pass
+
+    energy = [1_000_000]
+
+    def total_energy(handle):
+        energy[0] += energy_step_mj
+        return energy[0]
+
+    procs = [types.SimpleNamespace(pid=p) for p in (os.getpid(), *others)]
+    return types.SimpleNamespace(
+        NVMLError=NVMLError, NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2, NVML_TEMPERATURE_GPU=0,
+        nvmlClocksEventReasonGpuIdle=1, nvmlClocksEventReasonSwPowerCap=4,
+        nvmlClocksEventReasonHwSlowdown=8, nvmlClocksEventReasonSwThermalSlowdown=32,
+        nvmlInit=lambda: None, nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: 1, nvmlDeviceGetHandleByIndex=lambda i: "gpu0",
+        nvmlDeviceGetName=lambda h: "NVIDIA H200",
+        nvmlDeviceGetMaxClockInfo=lambda h, c: 1980 if c == 1 else 3201,
+        nvmlDeviceGetClockInfo=lambda h, c: sm if c == 1 else 3201,
+        nvmlDeviceGetPowerUsage=lambda h: 412_000, nvmlDeviceGetTemperature=lambda h, s: 51,
+        nvmlDeviceGetCurrentClocksEventReasons=lambda h: reasons,
+        nvmlDeviceGetTotalEnergyConsumption=total_energy,
+        nvmlDeviceGetComputeRunningProcesses=lambda h: procs,
+    )
+
+
+@pytest.fixture
+def nvml(monkeypatch):
+    def install(**kwargs):
+        module = fake_nvml(**kwargs)
+        monkeypatch.setitem(sys.modules, "pynvml", module)
+        monkeypatch.setattr(conditions, "_initialised", None)
+        return module
+    return install
+
+
+def test_a_point_at_full_speed_alone_has_no_flag(nvml):
+    nvml()
+    c = Conditions.for_device(H200)
+    c.begin()
+    row = c.end()
+    assert row["sm_clock_mhz"] == 1980 and row["sm_clock_max_mhz"] == 1980
+    assert row["mem_clock_mhz"] == 3201 and row["power_w"] == 412.0 and row["temperature_c"] == 51
+    assert row["energy_j"] == pytest.approx(0.5) and row["mean_power_w"] > 0
+    assert row["conditions"] == "" and row["throttle"] == ""
+
+
+def test_throttling_low_clocks_and_another_process_are_flagged(nvml):
+    nvml(sm=1395, reasons=4 | 32 | 1, others=(424242,))
+    c = Conditions.for_device(H200)
+    c.begin()
+    row = c.end()
+    assert "software power cap" in row["throttle"] and "software thermal slowdown" in row["throttle"]
+    assert "throttled" in row["conditions"]
+    assert "SM clock 1395 of 1980 MHz" in row["conditions"]
+    assert "1 other process(es) on the GPU (pid 424242)" in row["conditions"]
+
+
+def test_idle_reason_alone_is_no_flag(nvml):
+    nvml(reasons=1)
+    c = Conditions.for_device(H200)
+    c.begin()
+    assert c.end()["conditions"] == ""
+
+
+def test_no_nvml_or_not_nvidia_means_nothing_is_claimed(monkeypatch, nvml):
+    nvml()
+    cpu = types.SimpleNamespace(name="pthread-haswell", vendor="AuthenticAMD",
+                                platform_name="Portable Computing Language")
+    assert Conditions.for_device(cpu) is None
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    monkeypatch.setattr("pyclperf.peak._PYNVML_ABSENT", False)
+    assert Conditions.for_device(H200) is None
+
+
+def test_energy_per_byte_and_bandwidth_per_watt():
+    cols = {"energy_j": 2.0, "mean_power_w": 400.0}
+    got = energy_columns(cols, bytes_moved=4e9, gbps=4000.0)
+    assert got == {"j_per_gb": pytest.approx(0.5), "gbps_per_w": pytest.approx(10.0)}
+    assert energy_columns({"energy_j": 0.0, "mean_power_w": None}, 4e9, 4000.0) == {}
