@@ -101,6 +101,36 @@ def test_huge_powers_are_refused() -> None:
         r(cfg())
 
 
+BLOW_UPS = [
+    ("(x << 64 << 64 << 64 << 64 << 64 << 64 << 64 << 64) > 0", 2 ** 4000, "shifted left"),
+    ("x * x > 0", 2 ** 3000, "product of"),
+    ("(x ** 2) ** 2 > 0", 2 ** 1100, "4400 bits"),
+    ("'ab' * x * x * x > 'a'", 100, "repeating a str"),
+    ("(1, 2) * x * x == ()", 1000, "repeating a tuple"),
+    ("'%0999999d' % x == ''", 1, "string formatting"),
+    ("round(x, -5000) == 0", 7, "to -5000 digits exceeds"),
+]
+
+
+@pytest.mark.parametrize("expr, x, message", BLOW_UPS, ids=[b[0] for b in BLOW_UPS])
+def test_every_intermediate_result_is_bounded(expr: str, x: int, message: str) -> None:
+    (r,) = compile_restrictions([expr], ["x"])
+    with pytest.raises(ValueError, match=message) as e:
+        r({"x": x})
+    assert repr(expr) in str(e.value)                 # names the restriction
+
+
+def test_a_blow_up_that_uses_no_parameter_is_refused_when_compiled() -> None:
+    with pytest.raises(ValueError, match=r"restriction '\(2\*\*64\)\*\*64 > x'.*4096 bits"):
+        compile_restrictions(["(2**64)**64 > x"], ["x"])
+    # Only bounds are checked early: other errors wait for a configuration that reaches them.
+    (r,) = compile_restrictions(["x > 0 or 1 // 0 > 0"], ["x"])
+    assert r({"x": 1}) is True
+    # Large but bounded values are fine.
+    (big,) = compile_restrictions(["(x * 2**62) ** 64 > 10**60 and 'ab' * 2048 > 'a'"], ["x"])
+    assert big({"x": 3}) is True
+
+
 def test_a_parameter_may_shadow_a_builtin_name() -> None:
     (r,) = compile_restrictions(["max > 3"], ["max"])
     assert r({"max": 4}) is True

@@ -226,6 +226,24 @@ def _version() -> str:
         return "unknown"
 
 
+def _dry_run_space(space: Any, samples: int = 10_000) -> str:
+    """How many configurations the restrictions allow: counted where the space is small (or
+    unrestricted), else estimated from a random sample and said to be an estimate."""
+    if space.allowed_count is not None:
+        text = f"{space.allowed_count} of {space.size} configs allowed by the restrictions"
+        if space.failed:
+            text += (f" ({len(space.failed)} more whose restriction raised, e.g. "
+                     f"{space.failed[0][1]})")
+        return text
+    drawn, allowed, raised, first = space.estimate(samples)
+    text = (f"{space.size} configs in the product of tune_params, too many to count; estimated "
+            f"from {drawn} random ones: about {allowed / drawn:.1%} allowed by the restrictions "
+            f"(about {round(space.size * allowed / drawn)} configs; {allowed} of the {drawn})")
+    if raised:
+        text += f", {raised} of the {drawn} raised in a restriction, e.g. {first}"
+    return text
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     import pyclperf
     from pyclperf.engine.rows import best_table
@@ -242,8 +260,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         kwargs["check"] = "memory"
     if args.dry_run:
         shown = {k: v for k, v in kwargs.items() if k not in ("source", "args", "answer", "metrics")}
-        total, allowed = spec.space_size()
-        print(f"{spec.path}: {allowed} of {total} configs allowed by the restrictions, "
+        print(f"{spec.path}: {_dry_run_space(spec.search_space())}, "
               f"{len(kwargs['args'])} arguments, metrics {sorted(kwargs.get('metrics') or {})}, "
               f"verified: {'answer' in kwargs}")
         for k, v in shown.items():

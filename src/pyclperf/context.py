@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,11 +25,16 @@ class Context(_core.Context):
     ``Context("nvidia")``, ``Context(1)`` or ``Context("0:1")`` pick one explicitly.
     """
 
+    # Built programs kept for reuse, least recently used dropped first: enough for every
+    # experiment's variants, while a tuning run of 10^5 configurations (one build each) holds
+    # this many builds, not all of them.
+    program_cache_size = 32
+
     def __init__(self, device: DeviceSpec = None) -> None:
         info = select_device(device)
         super().__init__(info.platform_index, info.device_index)
         restore_environment()
-        self._programs: dict[tuple[Any, ...], Program] = {}
+        self._programs: OrderedDict[tuple[Any, ...], Program] = OrderedDict()
         self._programs_lock = threading.Lock()
 
     @property
@@ -146,8 +152,8 @@ class Context(_core.Context):
     ) -> Program:
         """Build OpenCL C from a string, a path, or a shipped kernels/ file name.
 
-        ``defines`` become ``-D NAME=VALUE`` options. Identical builds are cached per context, so
-        a sweep compiles each variant once.
+        ``defines`` become ``-D NAME=VALUE`` options. Identical builds are cached per context
+        (the ``program_cache_size`` most recently used), so a sweep compiles each variant once.
         """
         if (source is None) == (file is None):
             raise TypeError("give exactly one of source= or file=")
@@ -164,11 +170,15 @@ class Context(_core.Context):
         if cache:
             with self._programs_lock:
                 if key in self._programs:
+                    self._programs.move_to_end(key)
                     return self._programs[key]
         built = Program(self, source, list(pairs), options)
         if cache:
             with self._programs_lock:
-                self._programs.setdefault(key, built)
+                built = self._programs.setdefault(key, built)  # another thread's, if it won
+                self._programs.move_to_end(key)
+                while len(self._programs) > max(0, int(self.program_cache_size)):
+                    self._programs.popitem(last=False)
         return built
 
 

@@ -89,18 +89,29 @@ class Job:
         self._ahead = None
 
 
+def restriction_verdict(config: Config, restrictions: Sequence[Callable[[Config], bool]]
+                        ) -> str | None:
+    """None when every restriction allows ``config``, "" when one rules it out, else why one
+    raised (that configuration is then invalid, the others unaffected)."""
+    try:
+        if all(user_call(f"restriction {i}", r, config) for i, r in enumerate(restrictions)):
+            return None
+    except ConfigFailed as exc:
+        return str(exc) or "a restriction raised"
+    return ""
+
+
 def prune(configs: Sequence[Config], restrictions: Sequence[Callable[[Config], bool]]
           ) -> tuple[list[Config], list[tuple[Config, str]]]:
-    """(allowed configurations, [(configuration, why its restriction failed)]). Restrictions
-    prune the space before any strategy samples it; one that raises marks only that
-    configuration invalid."""
+    """(allowed configurations, [(configuration, why its restriction failed)]) of a list of
+    configurations (searchspace.Space does the same lazily over a whole space)."""
     allowed, failed = [], []
     for config in configs:
-        try:
-            if all(user_call(f"restriction {i}", r, config) for i, r in enumerate(restrictions)):
-                allowed.append(config)
-        except ConfigFailed as exc:
-            failed.append((config, str(exc)))
+        why = restriction_verdict(config, restrictions)
+        if why is None:
+            allowed.append(config)
+        elif why:
+            failed.append((config, why))
     return allowed, failed
 
 

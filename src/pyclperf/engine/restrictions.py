@@ -41,9 +41,75 @@ _CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
 }
 # Bounds that keep one expression from eating the machine: 2**64 is the largest power any launch
-# geometry needs; a shift by more than 64 bits is likewise a typo, not a restriction.
+# geometry needs; a shift by more than 64 bits is likewise a typo, not a restriction. Every
+# intermediate result is bounded too, checked before an operation that could exceed the bound is
+# computed (a power, a product, a shift, a repetition), so nesting cannot get round the first two:
+# integers to MAX_INT_BITS bits, strings and tuples to MAX_ITEMS items.
 _MAX_EXPONENT = 64
 _MAX_SHIFT = 64
+MAX_INT_BITS = 4096
+MAX_ITEMS = 4096
+# round(x, n) computes 10**-n for an integer x and negative n: bounded like any other integer.
+_MAX_ROUND_DIGITS = int(MAX_INT_BITS * math.log10(2))
+
+
+class TooLarge(ValueError):
+    """An expression's intermediate result would exceed the evaluator's bounds."""
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int)                     # bool too: True * 4096 is an int
+
+
+def _bounded(value: Any) -> Any:
+    """``value`` itself, or TooLarge when it is bigger than any intermediate may be."""
+    if _is_int(value) and value.bit_length() > MAX_INT_BITS:
+        raise TooLarge(f"an intermediate integer of {value.bit_length()} bits exceeds the "
+                       f"limit of {MAX_INT_BITS} bits")
+    if isinstance(value, (str, tuple)) and len(value) > MAX_ITEMS:
+        raise TooLarge(f"an intermediate {type(value).__name__} of {len(value)} items exceeds "
+                       f"the limit of {MAX_ITEMS}")
+    return value
+
+
+def _check_binop(op: ast.operator, left: Any, right: Any) -> None:
+    """Refuse, before computing it, an operation whose result would exceed the bounds."""
+    if isinstance(op, ast.Pow) and isinstance(right, (int, float)):
+        if abs(right) > _MAX_EXPONENT:
+            raise TooLarge(f"exponent {right} is larger than {_MAX_EXPONENT}")
+        if _is_int(left) and _is_int(right) and right > 0 and abs(left) > 1 \
+                and right * math.log2(abs(left)) > MAX_INT_BITS:
+            raise TooLarge(f"a {abs(left).bit_length()}-bit integer to the power {right} would "
+                           f"have over {int(right * math.log2(abs(left)))} bits, beyond the "
+                           f"limit of {MAX_INT_BITS} bits")
+    elif isinstance(op, (ast.LShift, ast.RShift)) and _is_int(right):
+        if right > _MAX_SHIFT:
+            raise TooLarge(f"shift by {right} bits is larger than {_MAX_SHIFT}")
+        if isinstance(op, ast.LShift) and _is_int(left) and right > 0 \
+                and left.bit_length() + right > MAX_INT_BITS:
+            raise TooLarge(f"a {left.bit_length()}-bit integer shifted left by {right} exceeds "
+                           f"the limit of {MAX_INT_BITS} bits")
+    elif isinstance(op, ast.Mult):
+        if _is_int(left) and _is_int(right):
+            if left.bit_length() + right.bit_length() > MAX_INT_BITS + 1:
+                raise TooLarge(f"a product of {left.bit_length()}- and {right.bit_length()}-bit "
+                               f"integers exceeds the limit of {MAX_INT_BITS} bits")
+            return
+        seq, times = (left, right) if _is_int(right) else (right, left)
+        if isinstance(seq, (str, tuple)) and _is_int(times) \
+                and len(seq) * max(times, 0) > MAX_ITEMS:
+            raise TooLarge(f"repeating a {type(seq).__name__} of {len(seq)} items {times} times "
+                           f"exceeds the limit of {MAX_ITEMS} items")
+    elif isinstance(op, ast.Mod) and isinstance(left, str):
+        # printf-style formatting: "%0999999999d" % 1 would build a gigabyte string.
+        raise TooLarge("string formatting with % is not allowed in an expression")
+
+
+def _check_call(name: str, args: Sequence[Any]) -> None:
+    if name == "round" and len(args) == 2 and _is_int(args[1]) \
+            and abs(args[1]) > _MAX_ROUND_DIGITS:
+        raise TooLarge(f"round() to {args[1]} digits exceeds the limit of "
+                       f"{_MAX_ROUND_DIGITS} digits")
 
 
 def _check(node: ast.AST, names: frozenset[str], source: str, what: str) -> None:
@@ -95,15 +161,10 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         return env[node.id]
     if isinstance(node, ast.BinOp):
         left, right = _eval(node.left, env), _eval(node.right, env)
-        if isinstance(node.op, ast.Pow) and isinstance(right, (int, float)) \
-                and abs(right) > _MAX_EXPONENT:
-            raise ValueError(f"exponent {right} is larger than {_MAX_EXPONENT}")
-        if isinstance(node.op, (ast.LShift, ast.RShift)) and isinstance(right, int) \
-                and right > _MAX_SHIFT:
-            raise ValueError(f"shift by {right} bits is larger than {_MAX_SHIFT}")
-        return _BINOPS[type(node.op)](left, right)
+        _check_binop(node.op, left, right)
+        return _bounded(_BINOPS[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp):
-        return _UNOPS[type(node.op)](_eval(node.operand, env))
+        return _bounded(_UNOPS[type(node.op)](_eval(node.operand, env)))
     if isinstance(node, ast.BoolOp):
         # Short-circuit like Python, so "n > 0 and 64 % n == 0" never divides by zero.
         if isinstance(node.op, ast.And):
@@ -133,7 +194,9 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         return tuple(_eval(e, env) for e in node.elts)
     if isinstance(node, ast.Call):
         assert isinstance(node.func, ast.Name)
-        return _FUNCS[node.func.id](*(_eval(a, env) for a in node.args))
+        args = [_eval(a, env) for a in node.args]
+        _check_call(node.func.id, args)
+        return _bounded(_FUNCS[node.func.id](*args))
     raise AssertionError(f"unchecked node {type(node).__name__}")  # _check rules this out
 
 
@@ -149,9 +212,44 @@ class Expression:
             raise ValueError(f"{what} {source!r}: not a Python expression ({e.msg})") from None
         _check(tree, self.names, source, what)
         self._tree = tree
+        self._what = what
+        if self._fold(tree.body) and not isinstance(tree.body, ast.Constant):
+            self._try(tree.body)
+
+    def _fold(self, node: ast.AST) -> bool:
+        """Evaluate each largest part that uses no parameter now, so a part that exceeds the
+        bounds whatever the configuration (2**64**64...) is refused when compiled, not once per
+        configuration. Other errors (1/0 in a branch never taken) are left to evaluation.
+        Returns whether ``node`` is constant."""
+        if isinstance(node, ast.Name):
+            return False
+        func = node.func if isinstance(node, ast.Call) else None   # a builtin's name
+        children = [c for c in ast.iter_child_nodes(node)
+                    if isinstance(c, ast.expr) and c is not func]
+        constant = [self._fold(c) for c in children]
+        if all(constant):
+            return True
+        for c, const in zip(children, constant):
+            if const and not isinstance(c, ast.Constant):
+                self._try(c)
+        return False
+
+    def _try(self, node: ast.AST) -> None:
+        try:
+            _eval(node, {})
+        except TooLarge as exc:
+            raise self._too_large(exc) from None
+        except Exception:  # noqa: BLE001 - reported when evaluated, as before
+            pass
+
+    def _too_large(self, exc: TooLarge) -> TooLarge:
+        return TooLarge(f"{self._what} {self.source!r}: {exc}")
 
     def __call__(self, env: Mapping[str, Any]) -> Any:
-        return _eval(self._tree, env)
+        try:
+            return _eval(self._tree, env)
+        except TooLarge as exc:
+            raise self._too_large(exc) from None
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"

@@ -23,14 +23,21 @@ def config_key(config: Config) -> str:
     return ",".join(f"{k}={config[k]!r}" for k in sorted(config))
 
 
-def configurations(params: Mapping[str, Sequence[Any]]) -> list[Config]:
-    """The cartesian product of ``params``, in the order given."""
+def check_params(params: Mapping[str, Sequence[Any]]) -> list[str]:
+    """The parameter names, once each has a non-empty list of values."""
     names = list(params)
     for n in names:
         values = params[n]
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
             raise _core.InvalidArgumentError(f"tunable parameter {n!r} needs a non-empty list of "
                                              f"values, got {values!r}")
+    return names
+
+
+def configurations(params: Mapping[str, Sequence[Any]]) -> list[Config]:
+    """The cartesian product of ``params``, in the order given, as a list: for small spaces
+    only (searchspace.Space numbers the same product without building it)."""
+    names = check_params(params)
     return [dict(zip(names, values)) for values in itertools.product(*(params[n] for n in names))]
 
 

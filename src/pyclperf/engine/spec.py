@@ -36,7 +36,6 @@ and raises SpecError with a one-line message on the first problem.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .restrictions import compile_expression, compile_restrictions
+from .searchspace import Space
 from .strategies import STRATEGIES
 
 REQUIRED = ("kernel_source", "kernel_name", "problem_size", "arguments", "tune_params")
@@ -70,20 +70,18 @@ class TuneSpec:
     t4: Path | None = None
     arg_names: list[str] = field(default_factory=list)
 
-    def space_size(self) -> tuple[int, int]:
-        """(configs in the product of tune_params, configs the restrictions allow); a config whose
-        restriction raises counts as not allowed, as the engine marks it invalid."""
+    def search_space(self) -> Space:
+        """The configurations of tune_params the restrictions allow (counted when few enough,
+        searchspace.EXACT_LIMIT, or without restrictions)."""
         params = self.kwargs["params"]
-        rs = compile_restrictions(self.kwargs.get("restrictions"), list(params))
-        total = allowed = 0
-        for values in itertools.product(*params.values()):
-            total += 1
-            cfg = dict(zip(params, values))
-            try:
-                allowed += all(r(cfg) for r in rs)
-            except Exception:  # noqa: BLE001 - any error in a restriction rules the config out
-                pass
-        return total, allowed
+        return Space(params, compile_restrictions(self.kwargs.get("restrictions"), list(params)))
+
+    def space_size(self) -> tuple[int, int | None]:
+        """(configs in the product of tune_params, configs the restrictions allow, or None when
+        too many to count); a config whose restriction raises counts as not allowed, as the
+        engine marks it invalid."""
+        space = self.search_space()
+        return space.size, space.allowed_count
 
 
 def _fail(msg: str) -> SpecError:

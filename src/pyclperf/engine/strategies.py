@@ -8,10 +8,15 @@ The engine owns measuring; a strategy only decides which allowed config to measu
         s.tell(cfg, measure(cfg))                             # None when the config failed
 
 Objectives are minimised (pass a time, or the negative of a higher-is-better metric). ``configs``
-is the allowed set (already pruned by the restrictions); no strategy returns a config twice nor one
+is the allowed set: a list (already pruned by the restrictions) or a searchspace.Space, which
+applies them as it goes and is never enumerated whole; no strategy returns a config twice nor one
 outside that set. Strategies: ``brute_force`` (in order), ``random_sample`` (a seeded permutation,
 ``fraction`` of the space like Kernel Tuner's, default 0.1), and ``tpe``/``bayes_opt`` (Optuna's
 TPE sampler, ``pip install "pyclperf[tune]"``).
+
+Over a large space (more allowed configurations than searchspace.EXACT_LIMIT, or a count the
+restrictions leave unknown) the random order is a lazily walked permutation of the product
+(searchspace.Shuffle) rather than a shuffled list, so the first configuration comes at once.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 import math
 import random
 import time
-from typing import Any, Callable, Hashable, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
+
+from .searchspace import EXACT_LIMIT, Space, as_space
 
 STRATEGIES = ("brute_force", "random_sample", "tpe", "bayes_opt")
 # Options each strategy understands beyond the budget ones (every strategy takes those).
@@ -40,28 +47,34 @@ class Strategy(Protocol):
     def tell(self, config: dict, objective: float | None) -> None: ...
 
 
-def _key(cfg: dict, names: Sequence[str]) -> tuple[Hashable, ...]:
-    return tuple(cfg[n] for n in names)
+def small_ids(space: Space) -> Sequence[int] | None:
+    """The allowed ids when few enough to list (the original strategies' lists), else None."""
+    ids = space.allowed_ids
+    return ids if ids is not None and len(ids) <= EXACT_LIMIT else None
 
 
 class _Base:
-    """Bookkeeping shared by all strategies: the allowed set, what was handed out or told."""
+    """Bookkeeping shared by all strategies: the allowed set, what was handed out or told.
+    Configurations are tracked by their id in the space."""
 
-    def __init__(self, configs: Sequence[dict]) -> None:
-        if not configs:
+    def __init__(self, configs: Space | Sequence[dict]) -> None:
+        self.space = as_space(configs)
+        if self.space.allowed_count == 0:
             raise ValueError("no configs to search: every config was removed by the restrictions")
-        self.names: list[str] = list(configs[0])
-        self.configs = [dict(c) for c in configs]
-        self.index = {_key(c, self.names): i for i, c in enumerate(self.configs)}
+        self.names: list[str] = list(self.space.names)
         self.seen: set[int] = set()                   # handed out by ask() or told
         self.results: dict[int, float | None] = {}    # told objectives
         self.history: list[tuple[dict, float | None]] = []
 
     def _index_of(self, cfg: dict) -> int:
-        try:
-            return self.index[_key(cfg, self.names)]
-        except KeyError:
-            raise ValueError(f"config {cfg} is not one of the allowed configs") from None
+        i = self.space.index(cfg)
+        if i is None or (i not in self.seen and not self.space.allows_id(i, report=False)):
+            raise ValueError(f"config {cfg} is not one of the allowed configs")
+        return i
+
+    def _exhausted(self) -> bool:
+        count = self.space.allowed_count
+        return count is not None and len(self.seen) >= count
 
     def tell(self, config: dict, objective: float | None) -> None:
         i = self._index_of(config)
@@ -75,42 +88,50 @@ class _Base:
         if not done:
             return None
         v, i = min(done)
-        return dict(self.configs[i]), v
+        return self.space.config(i), v
 
 
 class BruteForce(_Base):
-    """Every allowed config, in the given order."""
+    """Every allowed config, in the given (product) order, walked lazily."""
 
-    def __init__(self, configs: Sequence[dict]) -> None:
+    def __init__(self, configs: Space | Sequence[dict]) -> None:
         super().__init__(configs)
-        self._next = 0
+        self._walk = self.space.ids()
 
     def ask(self) -> dict | None:
-        while self._next < len(self.configs) and self._next in self.seen:
-            self._next += 1
-        if self._next == len(self.configs):
-            return None
-        self.seen.add(self._next)
-        return dict(self.configs[self._next])
+        for i in self._walk:
+            if i not in self.seen:
+                self.seen.add(i)
+                return self.space.config(i)
+        return None
 
 
 class RandomSample(_Base):
     """A seeded random permutation, cut to ``limit`` configs (resumed ones count toward it)."""
 
-    def __init__(self, configs: Sequence[dict], seed: int | None, limit: int | None) -> None:
+    def __init__(self, configs: Space | Sequence[dict], seed: int | None,
+                 limit: int | None) -> None:
         super().__init__(configs)
-        self._order = list(range(len(self.configs)))
-        random.Random(seed).shuffle(self._order)
-        self._limit = len(self.configs) if limit is None else limit
-        self._pos = 0
+        rng = random.Random(seed)
+        ids = small_ids(self.space)
+        self._order: Iterator[int]
+        if ids is not None:
+            order = list(range(len(ids)))
+            rng.shuffle(order)
+            self._order = (ids[k] for k in order)
+        else:
+            self._order = self.space.shuffled(rng)
+        count = self.space.allowed_count
+        self._limit = (self.space.size if count is None else count) if limit is None else limit
 
     def ask(self) -> dict | None:
-        while self._pos < len(self._order) and len(self.seen) < self._limit:
-            i = self._order[self._pos]
-            self._pos += 1
+        while len(self.seen) < self._limit:
+            i = next(self._order, None)
+            if i is None:
+                return None
             if i not in self.seen:
                 self.seen.add(i)
-                return dict(self.configs[i])
+                return self.space.config(i)
         return None
 
 
@@ -173,10 +194,10 @@ class Budgeted:
         return getattr(self.inner, name)
 
 
-def make_strategy(name: str, configs: Sequence[dict], *, seed: int | None = None,
+def make_strategy(name: str, configs: Space | Sequence[dict], *, seed: int | None = None,
                   options: dict[str, Any] | None = None, max_fevals: int | None = None,
                   time_limit: float | None = None) -> Any:
-    """The strategy ``name`` over the allowed ``configs``.
+    """The strategy ``name`` over the allowed ``configs`` (a list, or a searchspace.Space).
 
     ``options`` takes Kernel Tuner's strategy_options keys: "max_fevals" and "time_limit" (seconds)
     for every strategy, "fraction" for random_sample, "n_startup_trials" and "max_retries" for
@@ -195,14 +216,18 @@ def make_strategy(name: str, configs: Sequence[dict], *, seed: int | None = None
     if time_limit is None:
         time_limit = opts.get("time_limit")
     inner: Any
+    configs = as_space(configs)
     if name == "brute_force":
         inner = BruteForce(configs)
     elif name == "random_sample":
         fraction = float(opts.get("fraction", 0.1))
         if not 0.0 <= fraction <= 1.0:
             raise ValueError(f"random_sample's fraction must lie in [0, 1], not {fraction}")
-        # As in Kernel Tuner, an explicit max_fevals replaces the fraction.
-        limit = None if max_fevals is not None else math.ceil(len(configs) * fraction)
+        # As in Kernel Tuner, an explicit max_fevals replaces the fraction (of the allowed
+        # configurations, or of the whole product where they are too many to count).
+        count = configs.allowed_count
+        limit = None if max_fevals is not None else math.ceil(
+            (configs.size if count is None else count) * fraction)
         inner = RandomSample(configs, seed, limit)
     else:
         from .tpe import TPEStrategy                # lazily: only this one needs Optuna

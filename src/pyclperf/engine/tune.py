@@ -23,8 +23,9 @@ from ..sweep import RowStream, base_meta
 from . import fingerprint as fp
 from . import supervisor
 from .inputs import check_kind, load_source, options_text, static_checks, supervise
-from .measure import Job, measure, prune
-from .space import Config, Divisor, Geometry, compile_divisors, config_key, configurations
+from .measure import Job, measure
+from .searchspace import Space
+from .space import Config, Divisor, Geometry, compile_divisors, config_key
 from .verification import Verification
 
 # A configuration's time limit grows by this when it is first run on Oclgrind (check="memory").
@@ -51,13 +52,13 @@ def _defining(job: Job, params: Mapping[str, Any], restrictions: Sequence[Any],
     })
 
 
-def _harness_check(job: Job, configs: list[Config]) -> None:
+def _harness_check(job: Job, configs: Space) -> None:
     """Answer/reference mistakes (another length, dtype or size) raise before the sweep."""
     if not job.verification.active:
         return
-    if not configs:
+    first = configs.first()
+    if first is None:
         return
-    first = configs[0]
     try:
         values = job.resolve_args(first, keep=True)  # the sweep's first measure reuses them
         names = [f"arg{i}" for i in range(len(values))]
@@ -181,7 +182,9 @@ def tune(
               options_text(options, compiler_options), dict(metrics or {}), poison,
               list(inout), reset_outputs, warmup, min_time, min_repeats, max_repeats, pinned,
               check_kind(check))
-    configs, failed = prune(configurations(space), checks)
+    # Lazily: a strategy walks or samples it, restrictions applied as it goes.
+    configs = Space(space, checks)
+    failed = configs.failed
     _harness_check(job, configs)
     fleet = sup = None
     if distributed:
@@ -206,8 +209,9 @@ def tune(
 
 
 def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Sequence[Any],
-           configs: list[Config], failed: list[tuple[Config, str]], fleet: Any, sup: Any,
-           timeout: float | None, kernel_name: str, problem_size: Any, warmup: int, min_time: float, strategy: str,
+           configs: Space, failed: list[tuple[Config, str]], fleet: Any, sup: Any,
+           timeout: float | None, kernel_name: str, problem_size: Any, warmup: int,
+           min_time: float, strategy: str,
            strategy_options: Mapping[str, Any] | None, max_fevals: int | None,
            time_limit: float | None, seed: int | None, out: Any, resume: bool, cache: Any,
            progress: bool | None) -> Results:
@@ -220,9 +224,8 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
                      tune_params={k: list(v) for k, v in space.items()}, options=job.options,
                      method="events", warmup=warmup, min_time_s=min_time, strategy=strategy,
                      verified=job.verification.active, metrics=list(job.metrics), x=None,
-                     defining=defining, space_size=len(configs) + len(failed),
+                     defining=defining, **_space_meta(configs),
                      isolated=sup is not None or fleet is not None,
-                     pruned=len(configurations(space)) - len(configs) - len(failed),
                      **({"devices": fleet.view.labels} if fleet is not None else {}))
     done: set[str] = set()
     append = False
@@ -241,12 +244,15 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
     search = strategies.make_strategy(strategy, configs, seed=seed,
                                       options=dict(strategy_options or {}),
                                       max_fevals=max_fevals, time_limit=time_limit)
-    allowed_keys = {config_key(c) for c in configs}
+    told: set[str] = set()
     for old in resumed:
-        if old.get("config") in allowed_keys:
-            search.tell({k: old[k] for k in space}, _objective(old))
+        allowed = configs.allowed_row(old)
+        if allowed is not None:
+            search.tell(allowed, _objective(old))
+            told.add(old["config"])
 
-    todo = sum(1 for c in configs if config_key(c) not in done)
+    count = configs.allowed_count
+    todo = (configs.size if count is None else count) - len(told)
     if max_fevals is not None:
         todo = min(todo, max(0, int(max_fevals) - len(resumed)))
     stream = RowStream(Results(meta, resumed), out, total=todo, progress=progress, append=append,
@@ -261,12 +267,17 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
         search.tell(config, _objective(row))
         stream.add(row)
 
+    def invalid(config: Config, why: str) -> None:
+        """A restriction that raised: that configuration is invalid."""
+        if config_key(config) not in done:
+            stream.add({**config, "config": config_key(config), "status": INVALID,
+                        "error": why, "verified": False})
+            done.add(config_key(config))
+
+    configs.on_failed = invalid  # those a big space's walk meets, as it meets them
     try:
-        for config, why in failed:  # a restriction that raised: that configuration is invalid
-            if config_key(config) not in done:
-                stream.add({**config, "config": config_key(config), "status": INVALID,
-                            "error": why, "verified": False})
-                done.add(config_key(config))
+        for config, why in failed:
+            invalid(config, why)
         if fleet is not None:
             # Tasks sent, chunks a dead worker split, seconds the workers measured: for the
             # returned Results only (the file's header was written before the sweep began).
@@ -294,6 +305,14 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
         stream.close()
         job.arguments.release()
     return stream.results
+
+
+def _space_meta(configs: Space) -> dict[str, Any]:
+    """space_size: the configurations not pruned (allowed, or whose restriction raised), and
+    pruned: those the restrictions ruled out; where the space is too big to count, space_size
+    is the whole product and pruned is None (unknown)."""
+    pruned = configs.pruned
+    return {"space_size": configs.size - (pruned or 0), "pruned": pruned}
 
 
 def _objective(row: Mapping[str, Any]) -> float | None:
