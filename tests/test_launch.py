@@ -193,3 +193,16 @@ def test_local_memory_use_is_the_drivers_to_refuse(ctx):
         k.run(64, 64)
     except pyclperf.ClError:
         pass                                       # the driver's refusal, in its own words
+
+
+def test_a_device_limit_is_its_own_error_type(ctx, prog):
+    """Beyond what the device reports is DeviceLimitError (still an InvalidArgumentError): a
+    sweep reads the type, not the message, to call such a point skipped."""
+    k = prog.kernel("add")
+    too_big = ctx.info.max_work_group_size * 2
+    with pytest.raises(pyclperf.DeviceLimitError, match="exceeds the device's limit"):
+        pyclperf._core.validate_launch(k, [too_big], [too_big])
+    assert issubclass(pyclperf.DeviceLimitError, pyclperf.InvalidArgumentError)
+    with pytest.raises(pyclperf.InvalidArgumentError) as not_a_limit:
+        pyclperf._core.validate_launch(k, [100], [64])   # 64 does not divide 100: no limit
+    assert not isinstance(not_a_limit.value, pyclperf.DeviceLimitError)

@@ -117,6 +117,7 @@ void* PinnedBuffer::host_ptr() const {
 }
 
 void* PinnedBuffer::map(bool writable) {
+    std::lock_guard<std::mutex> lock(mapping_);
     const auto& buf = handle();
     if (host_ != nullptr) throw InvalidArgument("pinned buffer is already mapped");
     const cl_map_flags flags = writable ? (CL_MAP_READ | CL_MAP_WRITE) : CL_MAP_READ;
@@ -126,6 +127,7 @@ void* PinnedBuffer::map(bool writable) {
 }
 
 void PinnedBuffer::unmap() {
+    std::lock_guard<std::mutex> lock(mapping_);
     const auto& buf = handle();
     if (host_ == nullptr) throw ReleasedError("pinned buffer is not mapped: nothing to unmap");
     if (views_.load() > 0)
@@ -159,6 +161,7 @@ void PinnedBuffer::resume_mapping() {
 }
 
 void PinnedBuffer::acquire_view() {
+    std::lock_guard<std::mutex> lock(mapping_);
     host_ptr();  // a view of nothing is refused
     views_.fetch_add(1);
 }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,9 @@ private:
     bool suspended_ = false;
     bool writable_ = false;
     std::atomic<int> views_{0};
+    // map(), unmap() and acquire_view() hold it: the bindings run map and unmap without the
+    // GIL (they wait on the device), so a view must not be made while the mapping changes.
+    std::mutex mapping_;
 };
 
 // For one scope, unmaps the pinned buffers among `buffers` (kernels and device-side copies may

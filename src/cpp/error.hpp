@@ -42,6 +42,13 @@ public:
     using std::invalid_argument::invalid_argument;
 };
 
+// A request beyond what the device reports it can do (a work-group or image larger than its
+// limits): the request is sound, this device cannot take it. Sweeps record it as skipped.
+class DeviceLimit : public InvalidArgument {
+public:
+    using InvalidArgument::InvalidArgument;
+};
+
 // An object was used after release(), or a mapping after unmap().
 class ReleasedError : public std::logic_error {
 public:

@@ -34,7 +34,7 @@ void check_side(std::size_t n, std::uint64_t limit, const char* side, const char
                 const std::string& device) {
     if (n == 0) throw InvalidArgument(std::string("image ") + side + " must be positive, got 0");
     if (n > limit)
-        throw InvalidArgument(std::string("image ") + side + " " + std::to_string(n) +
+        throw DeviceLimit(std::string("image ") + side + " " + std::to_string(n) +
                               " exceeds the device's limit of " + std::to_string(limit) + " (" +
                               query + ") on " + device);
 }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,12 +77,16 @@ public:
     // The last NDRange validate() accepted for this kernel. Whether a range is valid depends
     // only on the kernel's limits and the device's, which never change, so a launch repeated
     // with the same range (every timed loop, every Kernel.time from Python) validates once.
+    // Both take a lock: timing loops call them without the GIL, so two Python threads timing
+    // one kernel may meet here.
     bool range_validated(const std::vector<std::size_t>& global,
-                         const std::vector<std::size_t>& local) const noexcept {
+                         const std::vector<std::size_t>& local) const {
+        std::lock_guard<std::mutex> lock(range_mutex_);
         return has_valid_range_ && global == valid_global_ && local == valid_local_;
     }
     void remember_valid_range(const std::vector<std::size_t>& global,
                               const std::vector<std::size_t>& local) const {
+        std::lock_guard<std::mutex> lock(range_mutex_);
         valid_global_ = global;
         valid_local_ = local;
         has_valid_range_ = true;
@@ -108,6 +113,7 @@ private:
     mutable std::optional<KernelLimits> limits_;
     mutable std::vector<std::size_t> valid_global_, valid_local_;
     mutable bool has_valid_range_ = false;
+    mutable std::mutex range_mutex_;
 };
 
 using KernelPtr = std::shared_ptr<Kernel>;

@@ -96,7 +96,7 @@ void validate(const Kernel& kernel, const NDRange& range) {
         const auto l = range.local[i];
         if (l == 0) throw InvalidArgument("local size " + dims_text(range.local) + " has a zero");
         if (l > info.max_work_item_sizes[i])
-            throw InvalidArgument("local size " + std::to_string(l) + " in dimension " +
+            throw DeviceLimit("local size " + std::to_string(l) + " in dimension " +
                                   std::to_string(i) + " exceeds the device's limit of " +
                                   std::to_string(info.max_work_item_sizes[i]) +
                                   " (CL_DEVICE_MAX_WORK_ITEM_SIZES)");
@@ -107,7 +107,7 @@ void validate(const Kernel& kernel, const NDRange& range) {
         items *= l;
     }
     if (items > info.max_work_group_size)
-        throw InvalidArgument("work-group of " + std::to_string(items) + " items " +
+        throw DeviceLimit("work-group of " + std::to_string(items) + " items " +
                               dims_text(range.local) + " exceeds the device's limit of " +
                               std::to_string(info.max_work_group_size) +
                               " (CL_DEVICE_MAX_WORK_GROUP_SIZE)");

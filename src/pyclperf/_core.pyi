@@ -13,7 +13,7 @@ import typing
 import typing_extensions
 Size: typing.TypeAlias = typing.Union[int, numpy.integer]
 Sizes: typing.TypeAlias = typing.Union[Size, collections.abc.Iterable[Size]]
-__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceMemoryError', 'Image', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PeerPair', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'Sampler', 'compose_options', 'error_name', 'list_devices', 'run', 'time_durations', 'time_events', 'time_host', 'validate_launch']
+__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceLimitError', 'DeviceMemoryError', 'Image', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PeerPair', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'Sampler', 'compose_options', 'error_name', 'list_devices', 'run', 'time_durations', 'time_events', 'time_host', 'validate_launch']
 class PyclperfError(Exception):
     """
     Base of every error pyclperf raises.
@@ -38,6 +38,10 @@ class DeviceMemoryError(ClError, MemoryError):
 class InvalidArgumentError(PyclperfError, ValueError):
     """
     A request that cannot work, refused before anything ran.
+    """
+class DeviceLimitError(InvalidArgumentError):
+    """
+    A request beyond what the device reports it can take (a work-group or an image larger than its limits).
     """
 class ReleasedError(PyclperfError, RuntimeError):
     """

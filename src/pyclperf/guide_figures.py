@@ -4,7 +4,8 @@ guide's verdict on whether the documents' claim holds here.
 Every figure is a ratio of two measurements the source gives (a speed-up, a slowdown), because
 a 2009 GPU's absolute GB/s says nothing about today's; the same ratio is computed from this
 device's verified rows. Absolute figures (a peak, a timer resolution) are shown as a ratio but
-get no verdict: they describe hardware, not an effect. Sources: /work/shared/EXPERIMENTS.md.
+get no verdict: they describe hardware, not an effect. Sources: each experiment's ``guide``
+attribute names its section of the documents it reproduces.
 
 The verdict rule, the same for every experiment. Let e = ln(ratio), so 2x faster and 2x
 slower are equally large effects, and let the source's effect be e_s, this device's e_d:

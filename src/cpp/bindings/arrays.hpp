@@ -129,4 +129,9 @@ void incoming(pybind11::array& dst, Read&& read) {
     dst.attr("__setitem__")(pybind11::ellipsis(), tmp);
 }
 
+// A new float64 array holding ``values`` (timings in ns, as the timing loops return them).
+inline pybind11::array_t<double> to_numpy(const std::vector<double>& values) {
+    return pybind11::array_t<double>(static_cast<pybind11::ssize_t>(values.size()), values.data());
+}
+
 }  // namespace pyclperf::bindings

@@ -123,6 +123,7 @@ void register_buffer(py::module_& m) {
             [](Buffer& self, const py::array& pattern) {
                 const py::array data = outgoing(pattern);
                 auto info = data.request();
+                py::gil_scoped_release nogil;  // a blocking fill: other threads run meanwhile
                 self.fill(info.ptr, static_cast<std::size_t>(info.size * info.itemsize));
             },
             py::arg("pattern"), "Repeat a 1..128-byte pattern (power of two) over the buffer.");
@@ -138,9 +139,11 @@ void register_buffer(py::module_& m) {
         .def_property_readonly("writable", &PinnedBuffer::writable)
         .def_property_readonly("views", &PinnedBuffer::views,
                                "How many NumPy views of the mapping are alive.")
+        // Both wait on the device: without the GIL (PinnedBuffer's own lock orders them with
+        // the making of views).
         .def("map", [](PinnedBuffer& self, bool writable) { self.map(writable); },
-             py::arg("writable") = true)
-        .def("unmap", &PinnedBuffer::unmap)
+             py::arg("writable") = true, py::call_guard<py::gil_scoped_release>())
+        .def("unmap", &PinnedBuffer::unmap, py::call_guard<py::gil_scoped_release>())
         .def("array", &pinned_view, py::arg("dtype") = "uint8", py::arg("shape") = py::none(),
              "A zero-copy NumPy view of the mapping; it keeps the buffer and mapping alive. The "
              "dtype must be plain numbers (no objects, strings or dates) in the host's byte "

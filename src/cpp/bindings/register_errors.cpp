@@ -6,6 +6,7 @@
 //   │   └── DeviceMemoryError (also MemoryError)  for allocation / resource exhaustion, and
 //   │                                             a buffer or image past the largest allocation
 //   ├── InvalidArgumentError (also ValueError)
+//   │   └── DeviceLimitError                 beyond what the device reports it can take
 //   └── ReleasedError (also RuntimeError)    a released buffer, an unmapped mapping
 #include <pybind11/pybind11.h>
 
@@ -20,7 +21,7 @@ namespace pyclperf::bindings {
 namespace {
 
 struct Types {
-    py::object base, cl, build, memory, invalid, released;
+    py::object base, cl, build, memory, invalid, limit, released;
 };
 
 // Created once and deliberately never destroyed: exception types must outlive the interpreter's
@@ -67,6 +68,8 @@ void translate(std::exception_ptr p) {
         set_python_error(cl_exception(e.call(), e.code(), e.what()));
     } catch (const cl::Error& e) {
         set_python_error(cl_exception(e.what(), e.err(), std::string(e.what()) + ": " + error_name(e.err())));
+    } catch (const DeviceLimit& e) {
+        PyErr_SetString(types->limit.ptr(), e.what());
     } catch (const InvalidArgument& e) {
         PyErr_SetString(types->invalid.ptr(), e.what());
     } catch (const ReleasedError& e) {
@@ -93,6 +96,9 @@ void register_errors(py::module_& m) {
     types->invalid = make_type(m, "InvalidArgumentError",
                                py::make_tuple(types->base, builtins.attr("ValueError")),
                                "A request that cannot work, refused before anything ran.");
+    types->limit = make_type(m, "DeviceLimitError", py::make_tuple(types->invalid),
+                             "A request beyond what the device reports it can take (a "
+                             "work-group or an image larger than its limits).");
     types->released = make_type(m, "ReleasedError",
                                 py::make_tuple(types->base, builtins.attr("RuntimeError")),
                                 "An object was used after release(), or a mapping after "

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "../launch.hpp"
+#include "arrays.hpp"
 #include "integers.hpp"
 #include "registers.hpp"
 
@@ -15,7 +16,7 @@ namespace pyclperf::bindings {
 namespace {
 
 // Event times as an (n, 4) uint64 array: queued, submit, start, end in ns.
-py::array_t<std::uint64_t> as_array(const std::vector<EventTimes>& times) {
+py::array_t<std::uint64_t> event_times_array(const std::vector<EventTimes>& times) {
     py::array_t<std::uint64_t> out({static_cast<py::ssize_t>(times.size()), py::ssize_t{4}});
     auto v = out.mutable_unchecked<2>();
     for (std::size_t i = 0; i < times.size(); ++i) {
@@ -33,12 +34,6 @@ py::array_t<std::uint64_t> as_array(const std::vector<EventTimes>& times) {
 void* release_gil() { return PyGILState_Check() ? PyEval_SaveThread() : nullptr; }
 void restore_gil(void* state) {
     if (state) PyEval_RestoreThread(static_cast<PyThreadState*>(state));
-}
-
-py::array_t<double> as_array(std::vector<double> values) {
-    py::array_t<double> out(static_cast<py::ssize_t>(values.size()));
-    std::copy(values.begin(), values.end(), out.mutable_data());
-    return out;
 }
 
 // A launch range from Python: an integer or a sequence of them for the global size, the same
@@ -79,7 +74,7 @@ void register_launch(py::module_& m) {
         "time_events",
         [](Kernel& k, const py::object& g, const py::object& l, const py::object& warmup,
            const py::object& repeats) {
-            return as_array(
+            return event_times_array(
                 time_kernel_events(k, range_of(g, l), warmup_of(warmup), repeats_of(repeats)));
         },
         py::arg("kernel"), py::arg("global_size"), py::arg("local_size"), py::arg("warmup"),
@@ -90,7 +85,7 @@ void register_launch(py::module_& m) {
         "time_durations",
         [](Kernel& k, const py::object& g, const py::object& l, const py::object& warmup,
            const py::object& repeats) {
-            return as_array(time_kernel_durations(k, range_of(g, l), warmup_of(warmup),
+            return to_numpy(time_kernel_durations(k, range_of(g, l), warmup_of(warmup),
                                                   repeats_of(repeats)));
         },
         py::arg("kernel"), py::arg("global_size"), py::arg("local_size"), py::arg("warmup"),

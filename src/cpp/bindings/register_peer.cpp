@@ -11,13 +11,9 @@ namespace pyclperf::bindings {
 
 namespace {
 
-py::array_t<double> as_array(const std::vector<double>& ns) {
-    return py::array_t<double>(static_cast<py::ssize_t>(ns.size()), ns.data());
-}
-
 // (event ns, host ns) per repeat: the caller chooses which to believe, and can see both.
 py::tuple as_arrays(const PeerPair::Times& t) {
-    return py::make_tuple(as_array(t.events), as_array(t.host));
+    return py::make_tuple(to_numpy(t.events), to_numpy(t.host));
 }
 
 // Runs one of the pair's timing loops without the GIL (it waits on two devices).

@@ -43,10 +43,6 @@ std::unique_ptr<HostMemory> host_memory(const py::object& host, bool writable) {
                                         writable);
 }
 
-py::array_t<double> as_array(const std::vector<double>& ns) {
-    return py::array_t<double>(static_cast<py::ssize_t>(ns.size()), ns.data());
-}
-
 }  // namespace
 
 void register_transfer(py::module_& m) {
@@ -63,7 +59,7 @@ void register_transfer(py::module_& m) {
                 py::gil_scoped_release nogil;
                 ns = time_host_transfer(t, device, *memory, clock, warmup, repeats);
             }
-            return as_array(ns);
+            return to_numpy(ns);
         },
         py::arg("direction"), py::arg("device"), py::arg("host"), py::arg("nbytes"),
         py::arg("access") = "direct", py::arg("pieces") = 1, py::arg("method") = "events",
@@ -82,7 +78,7 @@ void register_transfer(py::module_& m) {
                 py::gil_scoped_release nogil;
                 ns = time_device_copy(src, dst, nbytes, clock, warmup, repeats);
             }
-            return as_array(ns);
+            return to_numpy(ns);
         },
         py::arg("src"), py::arg("dst"), py::arg("nbytes"), py::arg("method") = "events",
         py::arg("warmup") = 3, py::arg("repeats") = 20,

@@ -151,10 +151,10 @@ def _build(job: Job, config: Config, row: dict[str, Any]) -> Any:
 def _check_launch(kernel: Any, g: list[int], local: list[int] | None) -> None:
     try:
         _core.validate_launch(kernel, g, local or [])
+    except _core.DeviceLimitError as exc:
+        raise ConfigFailed(SKIPPED, f"device limit: {exc}") from None
     except _core.InvalidArgumentError as exc:
-        text = str(exc)
-        status = SKIPPED if "device's limit" in text else INVALID
-        raise ConfigFailed(status, f"device limit: {text}" if status == SKIPPED else text) from None
+        raise ConfigFailed(INVALID, str(exc)) from None
 
 
 def _launch(kernel: Any, g: list[int], local: list[int] | None) -> None:
