@@ -16,6 +16,7 @@ from ..results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, OUT_OF_BOUNDS, 
 from ..stats import summarize
 from .arguments import Arguments
 from .space import Config, Geometry
+from .residency import cache_flush, chained, conditions_of, residency_columns
 from .timing import time_adaptively
 from .verification import Verification
 
@@ -63,6 +64,7 @@ class Job:
     max_repeats: int = 1000
     pinned: bool = False
     check: str | None = None      # "memory": each configuration's launch first on Oclgrind
+    cold: bool = False            # flush the caches before every timed launch
 
     def __post_init__(self) -> None:
         self.arguments = Arguments(self.ctx, self.pinned)
@@ -284,18 +286,28 @@ def _measure(job: Job, config: Config, row: dict[str, Any]) -> None:
         restore = job.arguments.upload_all
     elif inout:
         restore = job.arguments.restore_inout
+    if job.cold:
+        restore = chained(restore, cache_flush(job.ctx))
+    watch = conditions_of(job.ctx)
     try:
+        if watch is not None:
+            watch.begin()
         times = time_adaptively(kernel, g, local, warmup=job.warmup, min_time_s=job.min_time,
                                 min_repeats=job.min_repeats, max_repeats=job.max_repeats,
                                 reset=restore)
     except _core.ClError as exc:
         raise ConfigFailed(LAUNCH_FAILED, str(exc)) from None
     row["benchmark_s"] = time.perf_counter() - t0
+    if watch is not None:
+        row.update(watch.end())
     stats = summarize(times)
     seconds = stats["median_ns"] * 1e-9
     row.update(stats, time_ms=stats["median_ns"] * 1e-6, times_ns=[float(t) for t in times],
                verified=job.verification.active, status=OK if job.verification.active else TIMED,
                error="")
+    row.update(residency_columns(job.arguments, job.ctx.info, inout, seconds, job.cold))
+    if row.get("energy_j"):
+        row["energy_per_launch_j"] = row["energy_j"] / max(len(times), 1)
     for name, f in job.metrics.items():
         row[name] = float(user_call(f"metric '{name}'", f, config, seconds))
 

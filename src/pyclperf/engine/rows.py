@@ -16,7 +16,10 @@ ROW_FIELDS = frozenset({
     "config", "status", "error", "verified", "time_ms", "times_ns", "median_ns", "min_ns",
     "max_ns", "spread_pct", "compile_s", "verify_s", "benchmark_s", "global_size", "local_size",
     "timestamp", "strategy_s", "framework_s", "worker_output", "kernel_work_group_size",
-    "build_log",
+    "build_log", "memcheck_s", "working_set_bytes", "cache_bytes", "cache_resident", "cold",
+    "compulsory_bytes", "compulsory_gbps", "sm_clock_mhz", "mem_clock_mhz", "sm_clock_max_mhz",
+    "power_w", "temperature_c", "energy_j", "mean_power_w", "energy_per_launch_j", "throttle",
+    "conditions",
 })
 
 

@@ -113,6 +113,7 @@ def tune(
     isolate: bool = True,
     timeout: float | None = None,
     check: str | None = None,
+    cold: bool = False,
 ) -> Results:
     """Build, verify and time ``kernel_name`` for the configurations of ``params``.
 
@@ -144,6 +145,12 @@ def tune(
       ``timeout`` bounds one configuration (build + verification + timing) in seconds; by
       default 10x the slowest so far, at least 30 s. ``isolate=False`` runs in this process,
       unprotected: a kernel that corrupts memory can take it down.
+    * Residency and conditions: each row records its working set beside the device's cache,
+      the compulsory traffic and the GB/s it implies; ``cold=True`` flushes the caches before
+      every timed launch (outside the timed events), so a working set that fits in the cache
+      is timed from DRAM. Where NVML knows the GPU, rows carry its clocks, throttle reasons,
+      power, temperature and energy, and a ``conditions`` flag when it throttled, ran below
+      its maximum clock or had another process on it.
     * ``check="memory"``: each configuration's launch runs first on Oclgrind, a simulator that
       finds out-of-bounds accesses (global and __local, reads too), data races and uses of
       uninitialised values, naming the source line; a finding is the row's status. Slow (every
@@ -181,7 +188,7 @@ def tune(
               Verification(answer, reference, verify, rtol, atol),
               options_text(options, compiler_options), dict(metrics or {}), poison,
               list(inout), reset_outputs, warmup, min_time, min_repeats, max_repeats, pinned,
-              check_kind(check))
+              check_kind(check), bool(cold))
     # Lazily: a strategy walks or samples it, restrictions applied as it goes.
     configs = Space(space, checks)
     failed = configs.failed

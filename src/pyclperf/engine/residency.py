@@ -1,0 +1,89 @@
+"""Where a tuned kernel's data lived while it was timed, and under which conditions.
+
+A working set that fits in the cache is timed from the cache when launches repeat: its figure
+is the cache's, not DRAM's. Each row records the working set (the bytes of the array arguments)
+beside the device's cache, the compulsory traffic (each read-only input read once, each other
+array written once, an in/out argument twice) and the bandwidth that implies, and with
+``cold=True`` the last-level cache is flushed before every timed launch, outside the timed
+events, by a device-side fill of a buffer much larger than any cache. The GPU's clocks, power
+and throttling around the timed launches come from engine.conditions where NVML knows the
+device.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+
+from .conditions import Conditions
+
+# The flush buffer: at least this large (NVIDIA's OpenCL reports a 4 MiB "global memory cache"
+# on GPUs whose L2 holds 50-60 MB, so the reported size alone is not enough), and 4x the cache
+# the device reports where that is larger; never more than an eighth of the device's memory.
+FLUSH_MIN_BYTES = 256 << 20
+_PATTERN = np.array([0x3C, 0x5A, 0x96, 0xC3], dtype=np.uint8)
+
+_flushers: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_conditions: "weakref.WeakKeyDictionary[Any, Conditions | None]" = weakref.WeakKeyDictionary()
+
+
+def flush_bytes(info: Any) -> int:
+    want = max(FLUSH_MIN_BYTES, 4 * int(info.global_mem_cache_bytes))
+    cap = min(int(info.max_alloc_bytes), int(info.global_mem_bytes) // 8)
+    return max(1 << 20, min(want, cap)) // 128 * 128
+
+
+def cache_flush(ctx: Any) -> Callable[[], None]:
+    """A call that evicts the device's caches: a fill of a flush buffer (one per context)."""
+    buffer = _flushers.get(ctx)
+    if buffer is None:
+        buffer = ctx.buffer(flush_bytes(ctx.info))
+        _flushers[ctx] = buffer
+
+    def flush() -> None:
+        buffer.fill(_PATTERN)
+
+    return flush
+
+
+def conditions_of(ctx: Any) -> Conditions | None:
+    """The NVML readings of ctx's GPU (None where NVML does not know it), one per context."""
+    if ctx not in _conditions:
+        _conditions[ctx] = Conditions.for_device(ctx.info)
+    return _conditions[ctx]
+
+
+def chained(*steps: Callable[[], None] | None) -> Callable[[], None] | None:
+    """One reset step doing each of ``steps`` in order (None when there is none)."""
+    todo = [s for s in steps if s is not None]
+    if not todo:
+        return None
+    if len(todo) == 1:
+        return todo[0]
+
+    def run() -> None:
+        for step in todo:
+            step()
+
+    return run
+
+
+def residency_columns(arguments: Any, info: Any, inout: list[int], seconds: float,
+                      cold: bool) -> dict[str, Any]:
+    """The row's working set, cache, compulsory traffic and the bandwidth it implies."""
+    working = 0
+    compulsory = 0
+    for index, placed in arguments.placed.items():
+        working += placed.nbytes
+        compulsory += placed.nbytes * (2 if index in inout else 1)
+    cache = int(info.global_mem_cache_bytes)
+    return {
+        "working_set_bytes": working,
+        "cache_bytes": cache,
+        "cache_resident": bool(working <= cache) and not cold,
+        "cold": bool(cold),
+        "compulsory_bytes": compulsory,
+        "compulsory_gbps": compulsory / seconds / 1e9 if seconds > 0 else None,
+    }
