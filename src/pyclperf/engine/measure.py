@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import _core
+from ..clocks import timing_for
+from ..plausible import clock_problem, flag
 from ..results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, OUT_OF_BOUNDS, SKIPPED, TIMED,
                        WRONG)
 from ..stats import summarize
@@ -63,6 +65,7 @@ class Job:
     max_repeats: int = 1000
     pinned: bool = False
     check: str | None = None      # "memory": each configuration's launch first on Oclgrind
+    method: str = "auto"          # the clock: "auto", "events" or "host" (pyclperf.clocks)
 
     def __post_init__(self) -> None:
         self.arguments = Arguments(self.ctx, self.pinned)
@@ -273,10 +276,13 @@ def _measure(job: Job, config: Config, row: dict[str, Any]) -> None:
         restore = job.arguments.upload_all
     elif inout:
         restore = job.arguments.restore_inout
+    # The device's event clock is checked once per device and driver (pyclperf.clocks): where
+    # it fails, "auto" times by the host clock, and events asked for anyway make the row suspect.
+    timing = timing_for(job.ctx, job.method)
     try:
         times = time_adaptively(kernel, g, local, warmup=job.warmup, min_time_s=job.min_time,
                                 min_repeats=job.min_repeats, max_repeats=job.max_repeats,
-                                reset=restore)
+                                reset=restore, method=timing.method)
     except _core.ClError as exc:
         raise ConfigFailed(LAUNCH_FAILED, str(exc)) from None
     row["benchmark_s"] = time.perf_counter() - t0
@@ -284,9 +290,12 @@ def _measure(job: Job, config: Config, row: dict[str, Any]) -> None:
     seconds = stats["median_ns"] * 1e-9
     row.update(stats, time_ms=stats["median_ns"] * 1e-6, times_ns=[float(t) for t in times],
                verified=job.verification.active, status=OK if job.verification.active else TIMED,
-               error="")
+               error="", method=timing.method)
+    if timing.reason:
+        row["method_reason"] = timing.reason
     for name, f in job.metrics.items():
         row[name] = float(user_call(f"metric '{name}'", f, config, seconds))
+    flag(row, [clock_problem(row, timing.clock)])
 
 
 def run_once(job: Job, config: Config) -> list[Any]:
