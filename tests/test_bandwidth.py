@@ -1,7 +1,8 @@
 """bandwidth: read, write and float-to-half bandwidth over launch shapes. A size that no grid
 divides on PoCL, every point verified; kernels that stop one float4 short, or write one past the
 end, or a read that misses half its data, are caught; the convert check demands round to nearest
-even, ties included; the default size adapts to the device; the guide shows clpeak's figure."""
+even, ties included; the default size adapts to the device; another tool's read figure comes
+from the data file (on its own device only) or an option, never from the experiment's code."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf import guide_figures
-from pyclperf.experiments.bandwidth import (CLPEAK_READ_GBPS, MODES, Bandwidth, convert_input,
-                                            default_nbytes, half_ties)
+from pyclperf import guide_figures, tool_figures
+from pyclperf.experiments import bandwidth as bandwidth_module
+from pyclperf.experiments.bandwidth import (MODES, Bandwidth, convert_input, default_nbytes,
+                                            half_ties)
 from pyclperf.experiments.base import run_experiment
 
 QUICK = {"warmup": 1, "repeats": 2, "min_time_s": 0.0}
@@ -61,7 +63,7 @@ def test_bytes_and_bandwidth_follow_from_the_rows(bw):
     assert (read["sum_error"] <= read["tolerance"]).all()
 
 
-def test_the_conclusion_names_each_best_shape_and_clpeak(bw):
+def test_the_conclusion_names_each_best_shape(bw, ctx):
     meta, df = bw.meta, bw.df
     for mode in MODES:
         rows = df[df["mode"] == mode]
@@ -70,11 +72,59 @@ def test_the_conclusion_names_each_best_shape_and_clpeak(bw):
         assert meta[f"best_{mode}_shape"] == {"local_size": best["local_size"],
                                              "groups": best["groups"], "shape": best["shape"]}
         assert f"best {mode} {best['gbps']:.1f} GB/s at work-group {best['local_size']}" in meta["conclusion"]
-    assert meta["read_over_clpeak"] == pytest.approx(meta["best_read_gbps"] / CLPEAK_READ_GBPS)
-    assert "clpeak" in meta["conclusion"] and "4348 GB/s" in meta["conclusion"]
+    # Another tool's read is set beside the best read only where one is on record for this
+    # very device (an H200 has clpeak's; PoCL's CPU device none).
+    on_record = tool_figures.for_device("bandwidth", "read_gbps", ctx.info)
     figure = guide_figures.compare_to_source(bw, "bandwidth")
-    assert figure["absolute"] and figure["verdict"] == ""  # a GPU's figure: shown, never judged
-    assert figure["device_ratio"] == pytest.approx(meta["best_read_gbps"] / 4348.0)
+    assert figure["absolute"] and figure["verdict"] == ""  # a device's figure: shown, never judged
+    if on_record is None:
+        assert meta["reference_read_gbps"] is None and "read_over_reference" not in meta
+        assert f"No other tool's read figure is on record for {ctx.info.name}" in meta["conclusion"]
+        assert figure["device_ratio"] is None
+    else:
+        ratio = meta["best_read_gbps"] / on_record.value
+        assert meta["read_over_reference"] == pytest.approx(ratio)
+        assert f"beside {on_record.label}: {ratio:.3f}x" in meta["conclusion"]
+        assert figure["source"] == on_record.label and figure["device_ratio"] == pytest.approx(ratio)
+
+
+def test_a_reference_given_as_an_option_is_set_beside_the_best_read(ctx):
+    res = pyclperf.run("bandwidth", ctx, size=16 * 4096, values=[64], per_cu=(2,), full=False,
+                       modes=["read"], reference_read_gbps=123.0, reference_label="clpeak (here)",
+                       **QUICK)
+    meta = res.meta
+    assert meta["reference_read_gbps"] == 123.0
+    assert meta["read_over_reference"] == pytest.approx(meta["best_read_gbps"] / 123.0)
+    assert f"beside clpeak (here): read 123 GB/s: {meta['read_over_reference']:.3f}x" in meta["conclusion"]
+    figure = guide_figures.compare_to_source(res, "bandwidth")
+    assert figure["source"] == "clpeak (here): read 123 GB/s" and figure["verdict"] == ""
+    assert figure["device_ratio"] == pytest.approx(meta["best_read_gbps"] / 123.0)
+    with pytest.raises(pyclperf.InvalidArgumentError, match="reference_read_gbps"):
+        Bandwidth(ctx, nbytes=16 * 4096, modes=["read"], reference_read_gbps=-1.0)
+
+
+def test_tool_figures_come_from_the_data_file_for_their_own_device(tmp_path):
+    """The experiment's code holds no other tool's figure; the data file does, per device."""
+    import inspect
+
+    source = inspect.getsource(bandwidth_module)
+    assert "4348" not in source and "4274" not in source
+    h200 = SimpleNamespace(name="NVIDIA H200")
+    figure = tool_figures.for_device("bandwidth", "read_gbps", h200)
+    assert figure is not None and figure.tool.startswith("clpeak") and figure.device == "NVIDIA H200"
+    assert figure.value == max((f for f in tool_figures.load() if f.device == "NVIDIA H200"),
+                               key=lambda f: f.measured).value  # the newest measurement
+    assert tool_figures.for_device("bandwidth", "read_gbps", SimpleNamespace(name="NVIDIA H100")) is None
+    # Another file: its own figures; a malformed entry is refused naming the file.
+    mine = tmp_path / "figures.json"
+    mine.write_text('{"schema": "pyclperf.tool_figures/1", "figures": [{"experiment": "bandwidth", '
+                    '"metric": "read_gbps", "value": 7.5, "unit": "GB/s", "tool": "t", "device": '
+                    '" my gpu ", "measured": "2020-01-01", "what": "read"}]}')
+    got = tool_figures.for_device("bandwidth", "read_gbps", SimpleNamespace(name="My GPU"), str(mine))
+    assert got is not None and got.value == 7.5 and got.label == "t ( my gpu , measured 2020-01-01): read 7.5 GB/s"
+    mine.write_text('{"schema": "pyclperf.tool_figures/1", "figures": [{"value": "fast"}]}')
+    with pytest.raises(pyclperf.InvalidArgumentError, match="figures.json: figure 0 needs"):
+        tool_figures.load(str(mine))
 
 
 class Miscounted(Bandwidth):

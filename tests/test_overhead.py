@@ -111,7 +111,7 @@ class _Counting:
     def run(self, g, local):
         self.calls.append(("run", 0, 1))
 
-    def time(self, g, local, *, warmup, repeats):
+    def time(self, g, local, *, warmup, repeats, method="events"):
         self.calls.append(("time", warmup, repeats))
         return np.full(repeats, 1000.0)
 

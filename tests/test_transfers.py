@@ -374,10 +374,11 @@ def test_cli_runs_and_plots(ctx, tmp_path, capsys, monkeypatch, name, size):
     # Only timers launches kernels; transfer and batching refuse a work-group size.
     local = ["--local-size", "64"] if name == "timers" else []
     code = cli.main(["run", name, "--size", size, *local, "--warmup", "1",
-                     "--repeats", "2", "--pcie-gbps", "10", "--out", str(tmp_path)])
+                     "--repeats", "2", "--pcie-gbps", "1000", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0, out
     for suffix in ("csv", "jsonl", "png"):
         assert (tmp_path / f"{name}.{suffix}").is_file()
     back = pyclperf.Results.load(tmp_path / f"{name}.jsonl")
-    assert back.meta["pcie_gbps"] == 10.0 and back.all_verified
+    # (A ceiling this CPU device's copies beat would make their rows suspect: pyclperf.plausible.)
+    assert back.meta["pcie_gbps"] == 1000.0 and back.all_verified

@@ -43,6 +43,9 @@ from .stats import bandwidth_gbps, summarize
 from .transfers import time_copy, time_transfer
 from .engine.measure import KernelRunError
 from .engine.tune import run_kernel, tune
+from . import _fake_clock
+
+_fake_clock.install_if_asked()  # a test hook: PYCLPERF_FAKE_EVENT_CLOCK (see _fake_clock.py)
 
 __version__ = "0.1.0"
 

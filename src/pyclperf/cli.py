@@ -116,9 +116,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     import pyclperf
+    from pyclperf.clocks import timing_for
     from pyclperf.experiments import get, run
     from pyclperf.sweep import timing_label
-    from pyclperf.results import NOT_FAILED, OK
+    from pyclperf.results import NOT_FAILED, OK, SUSPECT
     from pyclperf.stats import NOISY_SPREAD_PCT
 
     if args.devices:
@@ -128,8 +129,9 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     ctx = pyclperf.Context(args.device)
     # With --json, stdout carries the rows alone (for a pipe); every message goes to stderr.
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    timing = timing_for(ctx, args.method)  # the clock check, once per device and driver
     say(f"{args.experiment} on {ctx.info.name} ({ctx.info.platform_name}); timing: "
-        f"{timing_label(args.method)}")
+        f"{timing_label(timing.method)}" + (f" [{timing.reason}]" if timing.reason else ""))
     results = run(args.experiment, ctx, size=args.size, local_size=args.local_size,
                   warmup=args.warmup, repeats=args.repeats, method=args.method,
                   out=out_dir / f"{args.experiment}.jsonl", progress=None,
@@ -149,6 +151,9 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
               f"their times exceeds {NOISY_SPREAD_PCT:.0f}% (column spread_pct); read them with care")
     if results.meta.get("conclusion"):
         say(results.meta["conclusion"])
+    if "status" in df and (df["status"] == SUSPECT).any():
+        say(f"{int((df['status'] == SUSPECT).sum())} point(s) suspect: their figures are beyond what "
+            "the device can do (column suspect says why); no conclusion rests on them")
     if not args.no_plot and "status" in df and (df["status"] == OK).any():
         png = pyclperf.save_plot(results, out_dir / f"{args.experiment}.png")
         if png is not None:
@@ -251,7 +256,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     spec = parse_spec(args.spec)
     kwargs = dict(spec.kwargs)
-    for key in ("strategy", "max_fevals", "time_limit", "timeout", "out", "cache"):
+    for key in ("strategy", "max_fevals", "time_limit", "timeout", "out", "cache", "method"):
         if getattr(args, key) is not None:
             kwargs[key] = getattr(args, key)
     if args.no_isolate:
@@ -310,9 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--min-time-s", type=float, default=None,
                    help="least total kernel time per point, in seconds: launches continue until it "
                         "adds up (default 0.02; 0 times exactly --repeats launches)")
-    r.add_argument("--method", choices=("events", "host"), default="events",
-                   help="event profiling (default), or a host clock around enqueue+finish, "
-                        "which includes the launch gap")
+    _method_option(r)
     r.add_argument("--peak-gbps", type=float, default=None,
                    help="theoretical device-memory bandwidth, instead of NVML's figures")
     r.add_argument("--pcie-gbps", type=float, default=None,
@@ -361,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--no-isolate", action="store_true",
                    help="run the kernel in this process, not a supervised worker: unprotected "
                         "from a kernel that crashes, corrupts memory or hangs")
+    _method_option(t, None)  # None: the spec's, else auto
     t.add_argument("--out", default=None, help="override the spec's results file")
     t.add_argument("--cache", default=None, help="override the spec's Kernel Tuner cache file")
     t.add_argument("--top", type=int, default=10, help="rows of the best-configs table (default 10)")
@@ -368,6 +372,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=cmd_tune)
     add_guide_parser(sub, raw)
     return p
+
+
+def _method_option(parser: argparse.ArgumentParser, default: str | None = "auto") -> None:
+    parser.add_argument("--method", choices=("auto", "events", "host"), default=default,
+                        help="auto (default): event profiling where the device's event clock "
+                             "passes its check against the host clock, else the host clock; "
+                             "events; or host, a steady clock around enqueue+finish, which "
+                             "includes the launch gap")
 
 
 def _device_option(parser: argparse.ArgumentParser) -> None:

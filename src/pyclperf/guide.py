@@ -117,10 +117,12 @@ def run_one(experiment: str, out_dir: Path, device: str | None, quick: bool,
 def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: bool = False,
               timeout_s: float | None = None, only: str | None = None,
               progress: bool = True, runner: Callable[..., Outcome] = run_one,
-              peak_gbps: float | None = None, budget_s: float | None = None) -> tuple[Path, list[Outcome]]:
+              peak_gbps: float | None = None, budget_s: float | None = None,
+              method: str = "auto") -> tuple[Path, list[Outcome]]:
     """Run the catalogue (or ``only``) and write ``out/guide.html``; returns its path and the
     outcome of every experiment. ``peak_gbps`` is the theoretical DRAM bandwidth where NVML
-    cannot tell (the roofline needs it). ``budget_s`` bounds the whole run: each experiment's
+    cannot tell (the roofline needs it). ``method`` is every experiment's clock ("auto",
+    "events" or "host", as ``pyclperf run --method``). ``budget_s`` bounds the whole run: each experiment's
     timeout shrinks to what is left, and those that find nothing left are listed as not run.
     Ctrl-C (or SIGTERM) stops the run; the page is still written with what finished."""
     from tqdm import tqdm
@@ -135,7 +137,11 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     timeout = timeout_s if timeout_s is not None else (QUICK_TIMEOUT_S if quick else TIMEOUT_S)
     outcomes: list[Outcome] = []
     start = time.monotonic()
+    from .clocks import check_method
+
     extra = ["--peak-gbps", str(peak_gbps)] if peak_gbps else []
+    if check_method(method) != "auto":
+        extra += ["--method", method]
     with tqdm(total=len(ids), unit="experiment", disable=not progress, file=sys.stderr) as bar:
         for name in ids:
             bar.set_postfix_str(name)
@@ -165,7 +171,7 @@ def cmd_guide(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _term_as_interrupt)
     page, outcomes = run_guide(args.out, device=args.device, quick=args.quick,
                                timeout_s=args.timeout, only=args.only, peak_gbps=args.peak_gbps,
-                               budget_s=args.budget)
+                               budget_s=args.budget, method=args.method)
     bad = [o for o in outcomes if o.status != PASSED]
     print(f"{len(outcomes) - len(bad)} of {len(outcomes)} experiments passed"
           + (f"; not passed: {', '.join(f'{o.experiment} ({o.status})' for o in bad)}" if bad else ""))
@@ -198,6 +204,9 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter],
                         "those that find nothing left are listed as not run")
     g.add_argument("--peak-gbps", type=float, default=None,
                    help="theoretical device-memory bandwidth, where NVML cannot tell (rooflines need it)")
+    g.add_argument("--method", choices=("auto", "events", "host"), default="auto",
+                   help="every experiment's clock, as for 'run' (default auto: events where the "
+                        "device's event clock passes its check, else the host clock)")
     g.set_defaults(func=cmd_guide)
 
 

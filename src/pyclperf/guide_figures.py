@@ -25,7 +25,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .experiments.bandwidth import CLPEAK_READ_GBPS, CLPEAK_SOURCE
 from .results import OK, Results
 
 NO_EFFECT = math.log(1.1)
@@ -42,6 +41,9 @@ class SourceFigure:
     direction: int     # +1: the ratio is expected above 1; -1: below 1
     measure: Callable[[Results], float | None]  # this device's ratio; None where it cannot be had
     absolute: bool = False  # a hardware figure: a ratio is shown, no verdict
+    # Where the record names its own source figure (another tool's on the same device): the
+    # metadata key holding that figure's description, shown instead of ``source``.
+    source_key: str | None = None
 
 
 def _ok(results: Results) -> Any:
@@ -102,10 +104,12 @@ FIGURES: dict[str, SourceFigure] = {f.experiment: f for f in (
     SourceFigure("vector", "Reverse (9600 GT): char 26.0 ms -> uint16 1.48 ms",
                  "time of reverse uchar / reverse uint16", 26.0 / 1.48, +1,
                  lambda r: _ratio(r, "variant", "median_ns", "reverse uchar", "reverse uint16")),
-    # Not a 2009 document's figure but a tool's on a named GPU (experiments/bandwidth.py), so
-    # absolute: the best verified read over clpeak's, meaningful on that same GPU only.
-    SourceFigure("bandwidth", CLPEAK_SOURCE, f"best verified read / {CLPEAK_READ_GBPS:.0f} GB/s",
-                 None, +1, _meta_ratio(("best_read_gbps",), CLPEAK_READ_GBPS), absolute=True),
+    # Not a 2009 document's figure but another tool's on this same device, where one is on
+    # record (tool_figures.json, or the experiment's reference_read_gbps=), so absolute.
+    SourceFigure("bandwidth", "no other tool's read figure on record for this device",
+                 "best verified read / the other tool's read", None, +1,
+                 _meta_ratio(("read_over_reference",), 1.0), absolute=True,
+                 source_key="reference_source"),
     SourceFigure("matmul", "Guide Table 3.2 (GTX 280): simple 8.8 GB/s, A and B tiles 29.7 GB/s",
                  "bandwidth of local A+B / simple", 29.7 / 8.8, +1,
                  lambda r: _ratio(r, "variant", "gbps", "local A+B", "simple")),
@@ -176,7 +180,10 @@ def compare_to_source(results: Results | None, experiment: str) -> dict[str, Any
     if figure is None:
         return None
     mine = figure.measure(results) if results is not None else None
-    return {"source": figure.source, "what": figure.what, "source_ratio": figure.ratio,
+    source = figure.source
+    if figure.source_key and results is not None and results.meta.get(figure.source_key):
+        source = str(results.meta[figure.source_key])
+    return {"source": source, "what": figure.what, "source_ratio": figure.ratio,
             "device_ratio": mine,
             "device_over_source": mine / figure.ratio if mine is not None and figure.ratio else None,
             "verdict": verdict(figure, mine), "absolute": figure.absolute}

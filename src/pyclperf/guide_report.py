@@ -98,6 +98,8 @@ def _section(o: "Outcome", kind: str) -> str:
     if res is not None and res.meta.get("description"):
         parts.append(f"<p class='meta'>{_e(res.meta['description'])} · {_e(res.meta.get('guide', ''))}</p>")
     parts.append(f"<p>Run: <b>{_e(o.status)}</b> in {o.seconds:.1f} s; verified points {_verified(o)}.</p>")
+    if res is not None and res.meta.get("method_reason"):  # a clock other than the one asked for
+        parts.append(f"<p class='meta'>Timing: {_e(res.meta['method_reason'])}</p>")
     if o.status != "passed" and o.stderr_tail:
         parts.append(f"<pre>{_e(o.stderr_tail)}</pre>")
     png = figure_png(res) if res is not None else None

@@ -35,10 +35,14 @@ INVALID = "invalid"                # the harness or a user callable raised (row 
 SKIPPED = "skipped"                # not run: a restriction, a missing feature, a device limit
 CRASHED = "crashed"                # took its worker process down (supervised or distributed runs)
 TIMEOUT = "timeout"                # ran past its time limit; its worker process was stopped
+SUSPECT = "suspect"                # ran (``verified`` says whether it passed), but its figures
+#                                    are beyond what the device can do: the row's ``suspect``
+#                                    says why (pyclperf.plausible); nothing rests on it
 STATUSES = (OK, TIMED, WRONG, OUT_OF_BOUNDS, BUILD_FAILED, LAUNCH_FAILED, INVALID, SKIPPED, CRASHED,
-            TIMEOUT)
-# Statuses that are not failures: a row that ran as intended, or was deliberately not run.
-NOT_FAILED = (OK, TIMED, SKIPPED)
+            TIMEOUT, SUSPECT)
+# Statuses that are not failures: a row that ran as intended, or was deliberately not run. A
+# suspect row ran as intended too; the command line counts such rows apart.
+NOT_FAILED = (OK, TIMED, SKIPPED, SUSPECT)
 
 
 class Results:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import _core
+from ..clocks import timing_for
+from ..plausible import clock_problem, flag
 from ..results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, OUT_OF_BOUNDS, SKIPPED, TIMED,
                        WRONG)
 from ..stats import summarize
@@ -65,6 +67,7 @@ class Job:
     pinned: bool = False
     check: str | None = None      # "memory": each configuration's launch first on Oclgrind
     cold: bool = False            # flush the caches before every timed launch
+    method: str = "auto"          # the clock: "auto", "events" or "host" (pyclperf.clocks)
 
     def __post_init__(self) -> None:
         self.arguments = Arguments(self.ctx, self.pinned)
@@ -289,12 +292,15 @@ def _measure(job: Job, config: Config, row: dict[str, Any]) -> None:
     if job.cold:
         restore = chained(restore, cache_flush(job.ctx))
     watch = conditions_of(job.ctx)
+    # The device's event clock is checked once per device and driver (pyclperf.clocks): where
+    # it fails, "auto" times by the host clock, and events asked for anyway make the row suspect.
+    timing = timing_for(job.ctx, job.method)
     try:
         if watch is not None:
             watch.begin()
         times = time_adaptively(kernel, g, local, warmup=job.warmup, min_time_s=job.min_time,
                                 min_repeats=job.min_repeats, max_repeats=job.max_repeats,
-                                reset=restore)
+                                reset=restore, method=timing.method)
     except _core.ClError as exc:
         raise ConfigFailed(LAUNCH_FAILED, str(exc)) from None
     row["benchmark_s"] = time.perf_counter() - t0
@@ -304,12 +310,15 @@ def _measure(job: Job, config: Config, row: dict[str, Any]) -> None:
     seconds = stats["median_ns"] * 1e-9
     row.update(stats, time_ms=stats["median_ns"] * 1e-6, times_ns=[float(t) for t in times],
                verified=job.verification.active, status=OK if job.verification.active else TIMED,
-               error="")
+               error="", method=timing.method)
+    if timing.reason:
+        row["method_reason"] = timing.reason
     row.update(residency_columns(job.arguments, job.ctx.info, inout, seconds, job.cold))
     if row.get("energy_j"):
         row["energy_per_launch_j"] = row["energy_j"] / max(len(times), 1)
     for name, f in job.metrics.items():
         row[name] = float(user_call(f"metric '{name}'", f, config, seconds))
+    flag(row, [clock_problem(row, timing.clock)])
 
 
 def run_once(job: Job, config: Config) -> list[Any]:

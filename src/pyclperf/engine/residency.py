@@ -2,7 +2,8 @@
 
 A working set that fits in the cache is timed from the cache when launches repeat: its figure
 is the cache's, not DRAM's. Each row records the working set (the bytes of the array arguments)
-beside the device's cache, the compulsory traffic (each read-only input read once, each other
+beside the device's cache (and, as ``cache_resident`` with a ``residency`` note, whether it fits
+what caches may hold: plausible.cache_allowance, since drivers under-report their L2), the compulsory traffic (each read-only input read once, each other
 array written once, an in/out argument twice) and the bandwidth that implies, and with
 ``cold=True`` the last-level cache is flushed before every timed launch, outside the timed
 events, by a device-side fill of a buffer much larger than any cache. The GPU's clocks, power
@@ -17,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..plausible import cache_allowance
 from .conditions import Conditions
 
 # The flush buffer: at least this large (NVIDIA's OpenCL reports a 4 MiB "global memory cache"
@@ -78,12 +80,18 @@ def residency_columns(arguments: Any, info: Any, inout: list[int], seconds: floa
     for index, placed in arguments.placed.items():
         working += placed.nbytes
         compulsory += placed.nbytes * (2 if index in inout else 1)
-    cache = int(info.global_mem_cache_bytes)
-    return {
+    allowance = cache_allowance(info)
+    resident = working <= allowance and not cold
+    out = {
         "working_set_bytes": working,
-        "cache_bytes": cache,
-        "cache_resident": bool(working <= cache) and not cold,
+        "cache_bytes": int(info.global_mem_cache_bytes),
+        "cache_resident": bool(resident),
         "cold": bool(cold),
         "compulsory_bytes": compulsory,
         "compulsory_gbps": compulsory / seconds / 1e9 if seconds > 0 else None,
     }
+    if resident:
+        out["residency"] = (f"timed warm: the {working}-byte working set fits what the caches in "
+                            f"front of memory may hold ({allowance} bytes), so the figure may be "
+                            "the cache's; cold=True times it from memory")
+    return out

@@ -23,7 +23,7 @@ Format (paths are relative to the spec file's folder; only the first five keys a
       "inout": ["dst"],                           # restored before every launch (names/indices)
       "strategy": "brute_force", "strategy_options": {}, "max_fevals": 50, "time_limit": 600,
       "timeout": 30,                              # seconds one configuration may take
-      "seed": 1, "iterations": 7, "warmup": 3, "min_time": 0.05,
+      "seed": 1, "iterations": 7, "warmup": 3, "min_time": 0.05, "method": "auto",
       "out": "copy_tune.jsonl", "cache": "copy_cache.json", "t4": "copy_t4.json"
     }
 
@@ -52,7 +52,8 @@ REQUIRED = ("kernel_source", "kernel_name", "problem_size", "arguments", "tune_p
 OPTIONAL = ("restrictions", "grid_div_x", "grid_div_y", "grid_div_z", "block_size_names",
             "compiler_options", "metrics", "reference", "rtol", "atol", "strategy",
             "strategy_options", "max_fevals", "time_limit", "timeout", "seed", "data_seed", "iterations",
-            "inout", "warmup", "min_time", "min_repeats", "max_repeats", "out", "cache", "t4", "comment")
+            "inout", "warmup", "min_time", "min_repeats", "max_repeats", "method", "out", "cache",
+            "t4", "comment")
 FILLS = ("random", "zeros", "ones", "arange")
 _ARG_KEYS = ("name", "dtype", "size", "shape", "fill", "value", "local_nbytes")
 
@@ -263,7 +264,9 @@ def parse_spec(path: str | os.PathLike[str]) -> TuneSpec:
                              ("rtol", _is_num, "a number"), ("atol", _is_num, "a number"),
                              ("out", lambda v: isinstance(v, str), "a path string"),
                              ("cache", lambda v: isinstance(v, str), "a path string"),
-                             ("t4", lambda v: isinstance(v, str), "a path string")):
+                             ("t4", lambda v: isinstance(v, str), "a path string"),
+                             ("method", lambda v: v in ("auto", "events", "host"),
+                              "one of 'auto', 'events', 'host'")):
         if key in spec and not check(spec[key]):
             raise _fail(f"{key!r} must be {what}")
     for key in ("grid_div_x", "grid_div_y", "grid_div_z", "block_size_names", "compiler_options"):
@@ -279,7 +282,7 @@ def parse_spec(path: str | os.PathLike[str]) -> TuneSpec:
         kwargs["inout"] = [_arg_index(r, names, "inout") for r in spec["inout"]]
     for key in ("grid_div_x", "grid_div_y", "grid_div_z", "block_size_names", "compiler_options",
                 "strategy_options", "max_fevals", "time_limit", "timeout", "seed", "iterations", "warmup",
-                "min_time", "min_repeats", "max_repeats", "rtol", "atol"):
+                "min_time", "min_repeats", "max_repeats", "rtol", "atol", "method"):
         if key in spec:
             kwargs[key] = spec[key]
     if metrics:

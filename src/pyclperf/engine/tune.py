@@ -45,8 +45,12 @@ def _defining(job: Job, params: Mapping[str, Any], restrictions: Sequence[Any],
         "verification": [v.answer, v.reference, v.verify, v.rtol, v.atol],
         "launch": [g.problem_size, g.global_size, list(g.grid_div), list(g.block_size_names)],
         "restrictions": list(restrictions),
+        # The clock is named only where it was chosen: "auto" follows the device and driver,
+        # which the fingerprint holds already (and files written before the choice existed
+        # timed by events there, as "auto" does on a sound clock).
         "handling": [job.poison if not isinstance(job.poison, bool) else bool(job.poison),
-                     list(job.inout), job.pinned, job.reset_outputs],
+                     list(job.inout), job.pinned, job.reset_outputs]
+                    + ([job.method] if job.method != "auto" else []),
         "device": [info.name, info.platform_name, info.driver_version],
         "version": __version__,
     })
@@ -114,6 +118,7 @@ def tune(
     timeout: float | None = None,
     check: str | None = None,
     cold: bool = False,
+    method: str = "auto",
 ) -> Results:
     """Build, verify and time ``kernel_name`` for the configurations of ``params``.
 
@@ -156,15 +161,23 @@ def tune(
       uninitialised values, naming the source line; a finding is the row's status. Slow (every
       work-item is interpreted): for small problem sizes. Needs Oclgrind (``make deps``, the
       Debian package, or ``pip install "pyclperf[memcheck]"``).
+    * ``method``: the clock. "auto" (the default) times by OpenCL events where the device's
+      event clock passes its check against the host clock (pyclperf.clocks; once per device and
+      driver), else by the host clock; "events" or "host" are obeyed, and events on a clock that
+      failed its check make every row ``suspect``. Each row's ``method`` says which clock timed
+      it (``method_reason`` why, where that is not events). Adaptive timing stops topping up
+      after 10x ``min_time`` (+ 0.1 s) of wall time, whatever the clock says.
     * Many devices (``pip install "pyclperf[distributed]"``): ``devices="all"`` (every GPU
       here) or a list of device specs runs the configurations on a local Dask cluster, one
       worker process per device; ``client`` uses an existing Dask cluster instead (see
       engine/distributed.py for the ``dask worker`` line). Rows carry a ``device`` column;
       one that kills its worker twice is ``crashed``.
     """
+    from ..clocks import check_method
     from ..context import Context
     from .restrictions import compile_restrictions
 
+    check_method(method)
     if (params is None) == (tune_params is None):
         raise TypeError("give the tunable parameters as params= or tune_params=, exactly once")
     space = dict(params if params is not None else tune_params or {})
@@ -188,7 +201,7 @@ def tune(
               Verification(answer, reference, verify, rtol, atol),
               options_text(options, compiler_options), dict(metrics or {}), poison,
               list(inout), reset_outputs, warmup, min_time, min_repeats, max_repeats, pinned,
-              check_kind(check), bool(cold))
+              check_kind(check), bool(cold), method)
     # Lazily: a strategy walks or samples it, restrictions applied as it goes.
     configs = Space(space, checks)
     failed = configs.failed
@@ -229,7 +242,7 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
     meta = base_meta(ctx, experiment=f"tune:{kernel_name}", kernel=kernel_name,
                      params={k: list(v) for k, v in space.items()},
                      tune_params={k: list(v) for k, v in space.items()}, options=job.options,
-                     method="events", warmup=warmup, min_time_s=min_time, strategy=strategy,
+                     method=job.method, warmup=warmup, min_time_s=min_time, strategy=strategy,
                      verified=job.verification.active, metrics=list(job.metrics), x=None,
                      defining=defining, **_space_meta(configs),
                      isolated=sup is not None or fleet is not None,

@@ -55,7 +55,7 @@ def run(
     values: list[int] | None = None,
     warmup: int = 3,
     repeats: int = 20,
-    method: str = "events",
+    method: str = "auto",
     verify: bool = True,
     out: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
@@ -73,7 +73,8 @@ def run(
     experiment takes one; refused where it does not), ``values`` the swept parameter's values
     (default: the experiment's), ``out`` a JSON-lines file written as points finish,
     ``min_time_s`` the least total time of a point's timed launches (adaptive timing; default
-    base.MIN_TIME_S). ``peak_gbps``, ``memory_clock_mhz`` with ``bus_width_bits``, and
+    base.MIN_TIME_S), ``method`` the clock: "auto" (events where the device's event clock passes
+    its check, else the host clock; pyclperf.clocks), "events" or "host". ``peak_gbps``, ``memory_clock_mhz`` with ``bus_width_bits``, and
     ``pcie_gbps`` override the theoretical ceilings NVML would give (``fraction_of_peak``);
     ``options`` go to the experiment's constructor.
     """

@@ -15,7 +15,10 @@ All three loop over the data with a grid stride, so any grid serves any size. Th
 not known in advance (it differs between vendors, modes and sizes), so the sweep finds it: every
 work-group size (powers of two, 128 to 1024, up to the device's limit; ``sizes`` for others) at
 4, 8, 16 and 32 work-groups per compute unit, and at full coverage (one float4 per work-item). The conclusion
-names the best read, write and convert and their shapes, beside clpeak's best read on the H200.
+names the best read, write and convert and their shapes, and sets the best read beside another
+tool's read on the same device: ``reference_read_gbps=`` (with ``reference_label=``), else the
+newest such figure on record for this device in pyclperf/tool_figures.json (clpeak's on the
+H200), else none.
 
 Verification, per point, on fresh input with the outputs (and a guard band past them) poisoned:
 ``read`` each work-group's partial sum of uniform [0, 1) floats against NumPy's float64 sum of
@@ -35,7 +38,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import _core
+from .. import _core, tool_figures
 from ..checks import (FLT_MIN, POISON_U32, compare, compare_close, gamma, poison_device,
                       poison_pattern, random_bytes)
 from ..results import OK
@@ -54,10 +57,6 @@ VEC = 16  # bytes of a float4, the unit each work-item moves per loop trip
 GUARD = 4096  # bytes past each output that must keep their poison (a stray write shows)
 TIE_FRACTION = 1 / 16  # convert inputs forced onto an exact half-way case
 
-# The document figure (absolute, so no verdict): clpeak's best "global memory bandwidth" read
-# on the H200 (float16 vectors), measured 2026-11-22. guide_figures divides the best read by it.
-CLPEAK_READ_GBPS = 4348.0
-CLPEAK_SOURCE = "clpeak (H200, measured 2026-11-22): best global-memory read 4348 GB/s"
 
 
 def default_nbytes(info: Any) -> int:
@@ -112,7 +111,8 @@ def half_ties(x: np.ndarray) -> np.ndarray:
 class Bandwidth(Experiment):
     id = "bandwidth"
     description = ("read-only (a sum), write-only (a fill) and float-to-half bandwidth over work-group "
-                   "sizes and grid-stride grids, the fastest launch shape found, beside clpeak's read "
+                   "sizes and grid-stride grids, the fastest launch shape found, beside another "
+                   "tool's read on the same device where one is on record "
                    "(`--size` is bytes per buffer; values are work-group sizes)")
     order = 72
     title = "Read, write and float-to-half bandwidth by launch shape"
@@ -127,12 +127,16 @@ class Bandwidth(Experiment):
 
     def __init__(self, ctx: Any, nbytes: int | None = None, sizes: Sequence[int] | None = None,
                  per_cu: Sequence[int] = PER_CU, full: bool = True,
-                 modes: Sequence[str] | None = None) -> None:
+                 modes: Sequence[str] | None = None, reference_read_gbps: float | None = None,
+                 reference_label: str = "") -> None:
         """``nbytes``: bytes of each buffer (a multiple of 16: float4s); ``sizes``: work-group
         sizes (powers of two); ``per_cu``: work-groups per compute unit to try; ``full``: also
-        the grid of one float4 per work-item."""
+        the grid of one float4 per work-item; ``reference_read_gbps``: another tool's read
+        bandwidth on this device to set the best read beside (``reference_label`` names it),
+        instead of the figure on record in tool_figures.json."""
         super().__init__(ctx)
         info = ctx.info
+        self.reference = self.reference_figure(info, reference_read_gbps, reference_label)
         self.modes = pick(self.id, MODES, modes, "modes")
         top = int(info.max_work_group_size)
         fitting = [s for s in GROUP_SIZES if s <= top] or [1 << (top.bit_length() - 1)]
@@ -162,6 +166,16 @@ class Bandwidth(Experiment):
         self.partial = ctx.buffer(most * FLOAT + GUARD) if "read" in self.modes else None
         self.rng = np.random.default_rng()
 
+    def reference_figure(self, info: Any, gbps: float | None, label: str) -> tuple[float, str] | None:
+        """(GB/s, what it is) of the read the best read is set beside; None where none is known."""
+        if gbps is None:
+            figure = tool_figures.for_device(self.id, "read_gbps", info)
+            return (figure.value, figure.label) if figure is not None else None
+        if not float(gbps) > 0:
+            raise _core.InvalidArgumentError(f"{self.id}: reference_read_gbps must be a positive "
+                                             f"number of GB/s, got {gbps!r}")
+        return float(gbps), f"{label or 'the reference given'}: read {float(gbps):g} GB/s"
+
     def shapes(self, size: int) -> list[Any]:
         """The grids tried at work-group size ``size``: k work-groups per compute unit, dropped
         where that is already a full-coverage grid or more (its extra work-items would idle),
@@ -179,7 +193,8 @@ class Bandwidth(Experiment):
         return {**super().meta(), "nbytes": self.nbytes, "float4s": self.count,
                 "sizes": self.sizes, "per_cu": self.per_cu,
                 "compute_units": int(self.ctx.info.compute_units),
-                "clpeak_read_gbps": CLPEAK_READ_GBPS, "clpeak_source": CLPEAK_SOURCE}
+                "reference_read_gbps": self.reference[0] if self.reference else None,
+                "reference_source": self.reference[1] if self.reference else None}
 
     def points(self) -> list[dict[str, Any]]:
         out = []
@@ -293,7 +308,7 @@ class Bandwidth(Experiment):
                                   "tolerance": float(tol.sum())})
 
     def finish(self, results: Any) -> None:
-        """The fastest verified shape of each mode, and the best read beside clpeak's."""
+        """The fastest verified shape of each mode, and the best read beside the reference."""
         ok = [r for r in results.rows if r.get("status") == OK and r.get("gbps")]
         parts = []
         for mode in self.modes:
@@ -310,11 +325,13 @@ class Bandwidth(Experiment):
             parts.append(f"best {mode} {best['gbps']:.1f} GB/s at {shape}{noise_note(best)}, "
                          f"{best['gbps'] / worst['gbps']:.2f}x its slowest shape")
         text = "; ".join(parts)
-        if "best_read_gbps" in results.meta:
-            ratio = results.meta["best_read_gbps"] / CLPEAK_READ_GBPS
-            results.meta["read_over_clpeak"] = ratio
-            text += (f". Beside {CLPEAK_SOURCE}: {ratio:.3f}x (a figure of that GPU: compare on "
-                     "the same device)")
+        if "best_read_gbps" in results.meta and self.reference is not None:
+            ratio = results.meta["best_read_gbps"] / self.reference[0]
+            results.meta["read_over_reference"] = ratio
+            text += f". Best read beside {self.reference[1]}: {ratio:.3f}x"
+        elif "read" in self.modes:
+            text += (f". No other tool's read figure is on record for {self.ctx.info.name} "
+                     "(pyclperf/tool_figures.json; reference_read_gbps= gives one)")
         results.meta["conclusion"] = text
 
     @classmethod

@@ -28,11 +28,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import _core
+from ..clocks import Timing, check_method, event_clock, timing_for
 from ..engine.timing import time_adaptively
 from ..peak import PeakBandwidth, theoretical
-from ..results import OK, SKIPPED, Results
+from ..plausible import cache_allowance, ceiling_problem, clock_problem, flag
+from ..results import OK, SKIPPED, SUSPECT, Results
 from ..stats import NOISY_SPREAD_PCT
-from ..sweep import TIMING_METHODS, base_meta, classify, run_points, timed_row, verdict
+from ..sweep import base_meta, classify, run_points, timed_row, verdict
 from ._kit import DEFAULT_LOCAL_SIZE, check_launch, table
 
 # Adaptive timing: launches continue until their kernel time adds up to this (seconds), so a
@@ -67,6 +69,8 @@ class Sweep(ABC):
     # keyword arguments; None for no figure.
     plot: dict[str, Any] | None = {"kind": "bandwidth"}
     peak: PeakBandwidth | None = None
+    # The clock the run times by and the device's event clock verdict (run_experiment sets it).
+    timing: Timing | None = None
     order: int = 1000  # place in the catalogue: the source documents' order (timing first)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -111,6 +115,13 @@ class Sweep(ABC):
     def peak_kind(self, row: dict[str, Any]) -> str | None:
         """Which ceiling a row's bandwidth is held against: "dram", "pcie" or None."""
         return "dram"
+
+    def footprint_bytes(self, row: dict[str, Any]) -> int | None:
+        """The distinct bytes a row's launch touches (its working set), which the plausibility
+        test (pyclperf.plausible) holds against the ceiling: by default the bytes it needs to
+        move. An experiment whose launches read the same bytes again says so here."""
+        nbytes = row.get("bytes")
+        return int(nbytes) if nbytes is not None else None
 
     def meta(self) -> dict[str, Any]:
         return {"experiment": self.id, "title": self.title, "description": self.description,
@@ -174,33 +185,35 @@ class _Steps:
     """A launch's steps seen as one kernel by engine.timing.time_adaptively: ``time`` gives each
     launch's summed event (or host) times; ``run`` launches once."""
 
-    def __init__(self, steps: Sequence[Step], method: str) -> None:
-        self.steps, self.method = list(steps), method
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self.steps = list(steps)
 
     def run(self, g: Any, local: Any) -> None:
         for kernel, sg, sl in self.steps:
             kernel.run(sg, sl)
 
-    def time(self, g: Any, local: Any, *, warmup: int, repeats: int) -> np.ndarray:
+    def time(self, g: Any, local: Any, *, warmup: int, repeats: int, method: str) -> np.ndarray:
         if len(self.steps) == 1:
             kernel, sg, sl = self.steps[0]
-            return kernel.time(sg, sl, warmup=warmup, repeats=repeats, method=self.method)
+            return kernel.time(sg, sl, warmup=warmup, repeats=repeats, method=method)
         for _ in range(warmup):
             self.run(g, local)
         total = np.zeros(repeats)
         for r in range(repeats):
-            total[r] = sum(float(k.time(sg, sl, warmup=0, repeats=1, method=self.method)[0])
+            total[r] = sum(float(k.time(sg, sl, warmup=0, repeats=1, method=method)[0])
                            for k, sg, sl in self.steps)
         return total
 
 
 def time_launch(launch: Launch, *, warmup: int, repeats: int, method: str = "events",
                 min_time_s: float = MIN_TIME_S) -> np.ndarray:
-    """Per-launch times (ns) of ``launch``, adaptively: at least ``repeats`` launches, more until
-    their time adds up to ``min_time_s`` (at most MAX_REPEATS)."""
-    return time_adaptively(_Steps(launch.steps, method), [], None, warmup=warmup,
+    """Per-launch times (ns) of ``launch`` by ``method`` ("events" or "host"), adaptively: at
+    least ``repeats`` launches, more until their time adds up to ``min_time_s`` (at most
+    MAX_REPEATS, and within engine.timing.wall_limit_s of wall time)."""
+    return time_adaptively(_Steps(launch.steps), [], None, warmup=warmup,
                            min_time_s=min_time_s, min_repeats=repeats,
-                           max_repeats=max(repeats, MAX_REPEATS), reset=launch.reset)
+                           max_repeats=max(repeats, MAX_REPEATS), reset=launch.reset,
+                           method=method)
 
 
 class Experiment(Sweep):
@@ -266,7 +279,7 @@ def run_experiment(
     *,
     warmup: int = 3,
     repeats: int = 20,
-    method: str = "events",
+    method: str = "auto",
     verify: bool = True,
     out: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
@@ -275,12 +288,16 @@ def run_experiment(
 ) -> Results:
     """Run every point of ``experiment``; ``peak`` defaults to ``theoretical(ctx)`` (NVML).
 
-    Kernel launches are timed adaptively: at least ``repeats`` of them, more until they add up
-    to ``min_time_s`` seconds. Every timed row carries its spread (IQR / median, %) and a
-    ``noisy`` flag where that spread exceeds stats.NOISY_SPREAD_PCT.
+    ``method``: "auto" (events where the device's event clock passes its check, else the host
+    clock: pyclperf.clocks), "events" or "host"; the metadata says which clock timed the run
+    and why (``method``, ``method_asked``, ``method_reason``, ``event_clock``), and so does
+    every timed row (``method``, ``method_reason``). Kernel launches are timed adaptively: at
+    least ``repeats`` of them, more until they add up to ``min_time_s`` seconds. Every timed
+    row carries its spread (IQR / median, %) and a ``noisy`` flag where that spread exceeds
+    stats.NOISY_SPREAD_PCT; a row whose figures the device cannot reach is ``suspect``
+    (pyclperf.plausible).
     """
-    if method not in TIMING_METHODS:
-        raise _core.InvalidArgumentError(f"timing method must be one of {TIMING_METHODS}, got {method!r}")
+    check_method(method)
     if repeats < 1 or warmup < 0:
         raise _core.InvalidArgumentError(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
     if min_time_s < 0:
@@ -289,24 +306,41 @@ def run_experiment(
     experiment.peak = ceilings
     if isinstance(experiment, Experiment):
         experiment.min_time_s = min_time_s
-    meta = base_meta(experiment.ctx, **experiment.meta(), method=method, warmup=warmup,
-                     repeats=repeats, min_time_s=min_time_s, verified=verify,
-                     noisy_spread_pct=NOISY_SPREAD_PCT, peak_gbps=ceilings.dram_gbps,
-                     pcie_gbps=ceilings.pcie_gbps, peak=ceilings.as_meta())
+    # The clock is checked whatever the method: the record says what it is, and experiments
+    # that read events on purpose (timers) are held to it.
+    clock = event_clock(experiment.ctx)
+    timing = experiment.timing = timing_for(experiment.ctx, method)
+    allowance = cache_allowance(experiment.ctx.info)
+    meta = base_meta(experiment.ctx, **experiment.meta(), method=timing.method,
+                     method_asked=method, method_reason=timing.reason,
+                     event_clock=clock.as_meta(), warmup=warmup, repeats=repeats,
+                     min_time_s=min_time_s, verified=verify, noisy_spread_pct=NOISY_SPREAD_PCT,
+                     peak_gbps=ceilings.dram_gbps, pcie_gbps=ceilings.pcie_gbps,
+                     peak=ceilings.as_meta(), cache_allowance_bytes=allowance)
 
     def measure(point: dict[str, Any]) -> dict[str, Any]:
-        row = experiment.measure(point, warmup=warmup, repeats=repeats, method=method, verify=verify)
-        ceiling = ceilings.gbps(experiment.peak_kind({**point, **row}))
+        row = experiment.measure(point, warmup=warmup, repeats=repeats, method=timing.method,
+                                 verify=verify)
+        whole = {**point, **row}
+        kind = experiment.peak_kind(whole)
+        ceiling = ceilings.gbps(kind)
         if ceiling and row.get("gbps") is not None:
             row["fraction_of_peak"] = row["gbps"] / ceiling
         if row.get("spread_pct") is not None:
             row["noisy"] = bool(row["spread_pct"] > NOISY_SPREAD_PCT)
+        if timing.reason and row.get("method") == timing.method:
+            row["method_reason"] = timing.reason
+        source = ceilings.dram_source if kind == "dram" else ceilings.pcie_source
+        flag(row, [clock_problem(whole, clock),
+                   ceiling_problem(whole, kind=kind, ceiling_gbps=ceiling, source=source,
+                                   footprint=experiment.footprint_bytes(whole), allowance=allowance)])
         return row
 
     results = run_points(experiment.points(), measure, meta=meta, out=out, progress=progress)
     if not results.meta.get("interrupted"):
         experiment.finish(results)
         say_noise(results)
+        say_suspect(results)
         if out is not None:  # the streamed file's first line predates finish(): rewrite it whole
             results.to_json(out)
     return results
@@ -322,6 +356,20 @@ def say_noise(results: Results) -> None:
         results.meta["conclusion"] += (
             f" [{len(noisy)} of {len(ok)} verified points noisy: spread over "
             f"{NOISY_SPREAD_PCT:.0f}% (largest {max(r['spread_pct'] for r in noisy):.0f}%)]")
+
+
+def say_suspect(results: Results) -> None:
+    """Count the suspect rows (``meta["suspect_points"]``) and say so at the end of the
+    conclusion (or as the conclusion, where the experiment draws none)."""
+    suspect = [r for r in results.rows if r.get("status") == SUSPECT]
+    results.meta["suspect_points"] = len(suspect)
+    if not suspect:
+        return
+    note = (f"[{len(suspect)} of {len(results.rows)} points suspect, left out of every "
+            f"conclusion: {suspect[0]['suspect']}"
+            + (" (and the like: column suspect)" if len(suspect) > 1 else "") + "]")
+    text = results.meta.get("conclusion")
+    results.meta["conclusion"] = f"{text} {note}" if text else note
 
 
 def noise_note(row: dict[str, Any]) -> str:

@@ -6,12 +6,14 @@ and synchronisation cost, which dominates small kernels. The ratio per size show
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
 
 from .. import _core
 from ..checks import compare, poison_device
+from ..results import OK
 from ..sweep import host_clock_columns, timed_row, timing_label, verdict
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, positive, whole_groups
 from .base import Sweep
@@ -87,6 +89,34 @@ class Timers(Sweep):
         out = np.empty(items, np.uint32)
         dst.read(out)
         return compare(out, data, "copied floats")
+
+    def finish(self, results: Any) -> None:
+        """Whether events can be believed here (the device's clock check, pyclperf.clocks, and
+        these rows), and what the host clock adds to a launch."""
+        clock = results.meta.get("event_clock") or {}
+        if clock and not clock.get("usable", True):
+            ratios = [r["host_over_events"] for r in results.rows
+                      if math.isfinite(r.get("host_over_events", math.nan))]
+            seen = (f" Here the host clock saw each launch take {min(ratios):,.0f} to "
+                    f"{max(ratios):,.0f} times its event time." if ratios else "")
+            results.meta["event_clock_usable"] = False
+            results.meta["conclusion"] = (
+                f"The event clock is unusable on this device: {'; '.join(clock['problems'])}."
+                f"{seen} Every event-timed figure here is fiction: these rows are suspect, and "
+                "the other experiments time by the host clock on this device (--method auto).")
+            return
+        results.meta["event_clock_usable"] = bool(clock.get("usable", True))
+        rows = sorted((r for r in results.rows if r.get("status") == OK), key=lambda r: r["items"])
+        if not rows:
+            results.meta["conclusion"] = "No verified point: nothing to compare."
+            return
+        small, large = rows[0], rows[-1]
+        gap_us = (small["host_median_ns"] - small["median_ns"]) / 1e3
+        results.meta["conclusion"] = (
+            f"The event clock passed its check against the host clock. The host clock adds "
+            f"{gap_us:.1f} us to a launch of {small['items']} items ({small['host_over_events']:.1f}x "
+            f"its event time) and {large['host_over_events']:.2f}x at {large['items']} items: "
+            "events leave out the launch gap, which dominates small kernels (Guide 2.1).")
 
     @classmethod
     def summary(cls, results: Any) -> Any:

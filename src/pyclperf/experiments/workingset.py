@@ -142,6 +142,9 @@ class WorkingSet(Experiment):
     def peak_kind(self, row: dict[str, Any]) -> str | None:
         return None if row.get("kind") == "chase" else "dram"
 
+    def footprint_bytes(self, row: dict[str, Any]) -> int | None:
+        return int(row["size"])  # the walk reads the same set again: its bytes count once
+
     def words(self, point: dict[str, Any]) -> int:
         """Words in each buffer of the set: the copy splits its working set between two."""
         return point["size"] // (2 * FLOAT if point["kind"] == "copy" else FLOAT)
