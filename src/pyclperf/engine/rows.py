@@ -16,7 +16,7 @@ ROW_FIELDS = frozenset({
     "config", "status", "error", "verified", "time_ms", "times_ns", "median_ns", "min_ns",
     "max_ns", "spread_pct", "compile_s", "verify_s", "benchmark_s", "global_size", "local_size",
     "timestamp", "strategy_s", "framework_s", "worker_output", "kernel_work_group_size",
-    "build_log",
+    "build_log", "notes",
 })
 
 
