@@ -51,8 +51,13 @@ def test_every_comparison_reports_in_one_wording():
     got, want = np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)
     got[1, 2] = 5.0
     # Written as a person writes them: no np.int64(...) or np.float32(...) wrappers.
-    assert mismatch(got, want, 0.0, 0.0) == "1 of 6 elements differ; first at (1, 2): got 5.0, want 0.0"
+    # Floats as compare_close words them, with the first element's tolerance; integers plain.
+    assert mismatch(got, want, 0.0, 0.0) == ("1 of 6 elements differ by more than the tolerance; "
+                                             "first at (1, 2): got 5.0, want 0.0 (tolerance 0)")
     assert mismatch(want, want, 0.0, 0.0) == ""
+    ints = got.astype(np.int32)
+    assert (mismatch(ints, want.astype(np.int32))
+            == "1 of 6 elements differ; first at (1, 2): got 5, want 0")
     flat = first_mismatch(got != want, got, want, "values", " somehow", lambda i: f" [{i}]")
     assert flat == "1 of 6 values differ somehow; first at 5: got 5.0, want 0.0 [5]"
     assert compare(got, want, "values")[1] == first_mismatch(got != want, got, want, "values")

@@ -190,15 +190,22 @@ def test_babelstream_kernels_as_babelstream_launches_them(ctx, stream_arrays, na
     assert all(r["local_size"] == "auto" and r["global_size"] == f"({STREAM_N},)" for r in res.rows)
 
 
-def test_babelstream_nstream_is_an_inout_kernel(ctx, stream_arrays):
+@pytest.mark.parametrize("inout", [[], ["a"]])
+def test_babelstream_nstream_is_an_inout_kernel(ctx, stream_arrays, inout):
+    """a[i] += b[i] + scalar * c[i] reads its output: with the defaults (no inout=), the poison
+    in 'a' makes a NaN of every element; pyclperf finds 'a' read and verifies it with its input,
+    as BabelStream runs it, and says so in the row. Declared inout, it is never poisoned."""
     a, b, c = (_typed(stream_arrays[k]) for k in "abc")
 
     def reference(config, a, b, c):
         return [a + b + a.dtype.type(0.4) * c, None, None]
 
-    res = tune(BABELSTREAM, "nstream", STREAM_N, [a, b, c], STREAM_PARAMS, ctx=ctx, inout=["a"],
-               reference=reference, rtol=1e-6, atol=1e-6, min_time=0.0, min_repeats=5, max_repeats=5)
+    res = tune(BABELSTREAM, "nstream", STREAM_N, [a, b, c], STREAM_PARAMS, ctx=ctx, inout=inout,
+               reference=reference, min_time=0.0, min_repeats=5, max_repeats=5)
     assert [r["status"] for r in res.rows] == ["ok", "ok"], [r["error"] for r in res.rows]
+    note = ("argument 0 ('a') is read and written by the kernel (in/out): the outputs changed "
+            "with what 'a' held before the launch, so it was verified with its input")
+    assert all((note in r.get("notes", "")) == (not inout) for r in res.rows), res.rows[0].get("notes")
 
 
 def test_babelstream_dot_needs_a_reference_of_the_configuration(ctx, stream_arrays):
@@ -320,8 +327,11 @@ def test_kernel_tuner_reduction_example(ctx, rng):
 
 
 def test_kernel_tuner_stencil_example_writes_only_the_interior(ctx, rng):
-    """The example passes x_new = copy of x_old, so the untouched border keeps its input: the
-    default poisoning flags that border, by name, and poison=[] verifies it."""
+    """The example passes x_new = copy of x_old, and the kernel leaves the border alone: it
+    keeps its input, which is what the answer says there. With the defaults the border is found
+    never written (it keeps two different poisons through two launches) and the row is ok, its
+    note naming the border; an answer that expects something else there is a wrong result
+    naming the elements."""
     w, h = 4096, 2048
     x_old = rng.standard_normal(w * h).astype(np.float32)
     grid = x_old.reshape(h, w).astype(np.float64)
@@ -330,11 +340,82 @@ def test_kernel_tuner_stencil_example_writes_only_the_interior(ctx, rng):
                         + grid[:-2, 1:-1]) / 5
     params = {"block_size_x": [32, 64], "block_size_y": [1, 4]}
     common = dict(ctx=ctx, grid_div_x=["block_size_x"], grid_div_y=["block_size_y"],
-                  answer=[want.astype(np.float32).ravel(), None], rtol=1e-5, atol=1e-5,
                   min_time=0.0, min_repeats=1, max_repeats=1, warmup=0)
-    first = tune(KT_STENCIL, "stencil_kernel", (w, h), [x_old.copy(), x_old], params, **common)
-    border = 2 * w + 2 * (h - 2)
-    assert all(r["status"] == "wrong result" for r in first.rows)
-    assert f"{border} of the differing elements still hold pyclperf's poison" in first.rows[0]["error"]
-    res = tune(KT_STENCIL, "stencil_kernel", (w, h), [x_old.copy(), x_old], params, poison=[], **common)
+    res = tune(KT_STENCIL, "stencil_kernel", (w, h), [x_old.copy(), x_old], params,
+               answer=[want.astype(np.float32).ravel(), None], **common)
     assert [r["status"] for r in res.rows] == ["ok"] * 4, [r["error"] for r in res.rows]
+    border = 2 * w + 2 * (h - 2)
+    assert all(f"the kernel never writes {border} of its {w * h} elements (0, 1, 2, 3, 4, 5, ..."
+               in r["notes"] for r in res.rows), res.rows[0]["notes"]
+    zeroed = want.copy()
+    zeroed[0, :] = zeroed[-1, :] = zeroed[:, 0] = zeroed[:, -1] = 0.0
+    bad = tune(KT_STENCIL, "stencil_kernel", (w, h), [x_old.copy(), x_old],
+               {"block_size_x": [32], "block_size_y": [4]},
+               answer=[zeroed.astype(np.float32).ravel(), None], **common)
+    assert bad.rows[0]["status"] == "wrong result"
+    assert (f"The kernel never writes {border} of the {w * h} elements of 'x_new'"
+            in bad.rows[0]["error"]), bad.rows[0]["error"]
+    assert f"at {border} of them the answer expects another value: 0, 1, 2" in bad.rows[0]["error"]
+
+
+# GPUBench's L2-cache bandwidth kernel, kernels/opencl/cachebw_l2.cl of Soddentrough/GPUBench
+# (Copyright (c) 2025-2026 GPUBench Contributors; MIT licence: this notice must be kept with
+# copies), unchanged: an in-place read benchmark. Each work-item reads its float4 500 times and
+# writes the sum back over it, so the array is read and written.
+GPUBENCH_L2 = r"""__kernel void run_benchmark(__global float4* data, __global uint* pc) {
+    uint stride = pc[0];
+    uint mask = pc[1];
+    uint iterations = pc[2];
+
+    uint workgroupOffset = get_group_id(0) * 256;
+    uint localId = get_local_id(0);
+    
+    uint baseIndex = workgroupOffset + localId;
+    
+    float4 sum = (float4)(0.0f);
+    
+    for (int iter = 0; iter < 500; iter++) {
+        float4 v0 = data[baseIndex];
+        sum += v0;
+    }
+    
+    data[baseIndex] = sum;
+}
+"""
+
+
+def test_gpubench_in_place_read_benchmark(ctx, rng):
+    """Launched as GPUBench's CacheBench does for L2: 256-item work-groups, one per 256
+    float4s of the buffer, and (stride, mask, iterations) in the second buffer."""
+    vec4s = 1 << 14
+    data = rng.standard_normal((vec4s, 4)).astype(np.float32)
+    want = np.zeros_like(data)
+    for _ in range(500):  # the kernel's own order of float32 additions
+        want += data
+    pc = np.array([32, vec4s - 1, 1_000_000], np.uint32)
+    res = tune(GPUBENCH_L2, "run_benchmark", vec4s, [data, pc], {"block_size_x": [256]}, ctx=ctx,
+               answer=[want, None], min_time=0.0, min_repeats=3, max_repeats=3)
+    assert res.rows[0]["status"] == "ok", res.rows[0]["error"]
+    assert "argument 0 ('data') is read and written by the kernel (in/out)" in res.rows[0]["notes"]
+
+
+def test_kernel_tuner_stencil_script_with_an_answer(rng):
+    """The example's script as Kernel Tuner runs it, with an answer added: x_new starts as a
+    copy of x_old, so the border the kernel never writes is already right, as Kernel Tuner
+    (which never poisons) finds it. Every configuration verifies."""
+    from pyclperf import tune_kernel
+
+    w, h = 4096, 2048
+    x_old = rng.standard_normal(w * h).astype(np.float32)
+    x_new = np.copy(x_old)
+    grid = x_old.reshape(h, w)
+    want = grid.copy()
+    want[1:-1, 1:-1] = (grid[1:-1, 1:-1] + grid[1:-1, :-2] + grid[1:-1, 2:] + grid[2:, 1:-1]
+                        + grid[:-2, 1:-1]) / np.float32(5)
+    results, env = tune_kernel("stencil_kernel", KT_STENCIL, (w, h), [x_new, x_old],
+                               {"block_size_x": [32, 64], "block_size_y": [2]},
+                               grid_div_x=["block_size_x"], grid_div_y=["block_size_y"],
+                               answer=[want.ravel(), None], iterations=1, quiet=True)
+    rows = env["pyclperf_results"].rows
+    assert [r["status"] for r in rows] == ["ok", "ok"], [r["error"] for r in rows]
+    assert len(results) == 2 and "best_config" in env

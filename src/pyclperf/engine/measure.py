@@ -20,7 +20,8 @@ from .arguments import Arguments
 from .space import Config, Geometry
 from .residency import cache_flush, chained, conditions_of, residency_columns
 from .timing import time_adaptively
-from .verification import Verification
+from .verdict import inout_note, settle
+from .verification import Verification, unwritten_note
 
 # Build logs are kept in the row when the compiler said something; this much of them.
 LOG_CHARS = 4000
@@ -235,9 +236,14 @@ def probe_extent(job: Job, config: Config, guard_bytes: int) -> tuple[str, bool]
     return args.guard_problem(), args.escaped
 
 
-def verified_launch(job: Job, config: Config, row: dict[str, Any]) -> tuple[Any, list[int], list[int] | None, list[int]]:
+def verified_launch(job: Job, config: Config, row: dict[str, Any],
+                    judged: list[Any] | None = None) -> tuple[Any, list[int], list[int] | None, list[int]]:
     """Build, bind and launch once with outputs poisoned and guard zones checked; raises
-    ConfigFailed unless the outputs pass. Returns what timing needs."""
+    ConfigFailed unless the outputs pass. A poisoned output that does not match is explained
+    by relaunches (verdict.settle): elements never written keep their input, an argument the
+    kernel reads is given its input; ``row["notes"]`` says which. Returns what timing needs;
+    ``judged``, when given, receives the outputs as they were judged (the device's buffers may
+    hold a relaunch's poison where the kernel never writes)."""
     g, local = user_call("the launch geometry (problem size, global_size or grid divisor)",
                          job.geometry.ndrange, config)
     row.update(global_size=str(tuple(g)), local_size=str(tuple(local)) if local else "auto")
@@ -264,20 +270,51 @@ def verified_launch(job: Job, config: Config, row: dict[str, Any]) -> tuple[Any,
         poisoned = _indices(job.poison, names, "poison")
     poisoned = [i for i in poisoned if i not in inout]
     reference_s = time.perf_counter() - t0
-    job.arguments.bind(kernel, values, math.prod(g), inout, poisoned)
+    args = job.arguments
+    args.bind(kernel, values, math.prod(g), inout, poisoned)
     t0 = time.perf_counter()
-    poisoned = [i for i in poisoned if i in job.arguments.placed]
+    poisoned = [i for i in poisoned if i in args.placed]
+
+    def launch(poison_now: list[int], which: int) -> list[Any]:
+        """One more guarded launch: every writable array's input again (the last launch may
+        have changed it), poison ``which`` over ``poison_now``."""
+        for i, p in args.placed.items():
+            if p.writable and i not in poison_now:
+                args.upload(i)
+        for i in poison_now:
+            args.poison(i, which)
+        guarded_launch(job, kernel, g, local, values, inout, poison_now)
+        return args.outputs()
+
     for i in poisoned:
-        job.arguments.poison(i)
+        args.poison(i)
     guarded_launch(job, kernel, g, local, values, inout, poisoned)
-    passed, detail = True, ""
-    if job.verification.active:
-        outputs = job.arguments.outputs()
-        passed, detail = user_call("verify", job.verification.judge, config, outputs,
-                                   expected, names, poisoned)
+    passed, detail, found, kept = True, "", [], []
+    v = job.verification
+    if v.active:
+        outputs = args.outputs()
+        masks = v.masks(outputs, expected)
+        unwritten: dict[int, Any] = {}
+        if any(masks.get(i) is not None for i in poisoned):
+            settled = settle(outputs, launch, expected, poisoned,
+                             {i: args.placed[i].host for i in poisoned}, v)
+            outputs, unwritten = settled.outputs, settled.unwritten
+            masks = v.masks(outputs, expected)
+            for i in settled.inout:
+                args.keep_input(i)
+            inout = inout + settled.inout
+            found = [inout_note(i, names[i]) for i in settled.inout]
+        passed, detail = user_call("verify", v.judge, config, outputs, expected, names, masks,
+                                   unwritten)
+        kept = [unwritten_note(never, i, names[i]) for i, never in sorted(unwritten.items())
+                if masks[i] is None or not (masks[i] & never).any()]
+    if judged is not None:
+        judged[:] = outputs if v.active else args.outputs()
+    if found or kept:
+        row["notes"] = "; ".join(found + kept)
     row["verify_s"] = reference_s + time.perf_counter() - t0
-    if not passed:
-        raise ConfigFailed(WRONG, detail)
+    if not passed:  # the error says how the arguments were verified when it was not as given
+        raise ConfigFailed(WRONG, "; ".join([detail] + found))
     return kernel, g, local, inout
 
 

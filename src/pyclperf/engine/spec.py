@@ -19,7 +19,7 @@ Format (paths are relative to the spec file's folder; only the first five keys a
       "compiler_options": ["-cl-fast-relaxed-math"],
       "metrics": {"GB/s": "2*4*1048576/time/1e9"},        # over the params and time (seconds)
       "reference": {"kind": "copy", "from": "src", "to": "dst"},   # or an index; omit: unverified
-      "rtol": 1e-5, "atol": 1e-8,
+      "rtol": 1e-5, "atol": 1e-8,                 # atol omitted: rtol x the answer's median
       "inout": ["dst"],                           # restored before every launch (names/indices)
       "strategy": "brute_force", "strategy_options": {}, "max_fevals": 50, "time_limit": 600,
       "timeout": 30,                              # seconds one configuration may take

@@ -92,7 +92,7 @@ def tune(
     reference: Callable[..., Sequence[Any]] | None = None,
     verify: Callable[[Config, list[Any]], Any] | None = None,
     rtol: float = 1e-5,
-    atol: float = 1e-8,
+    atol: float | None = None,
     poison: bool | Sequence[int | str] = True,
     inout: Sequence[int | str] = (),
     metrics: Mapping[str, Callable[[Config, float], float]] | None = None,
@@ -133,8 +133,13 @@ def tune(
       of these (so a ``TYPE`` parameter can choose dtypes).
     * Verification: ``answer`` (parallel to args, None where unchecked), ``reference(config,
       *args)`` returning such a list, and/or ``verify(config, outputs) -> bool | (bool, str)``.
-      Checked outputs are poisoned first (``poison``: True, False, or indices/names);
-      ``inout`` arguments are neither poisoned nor left changed between timed launches.
+      Checked outputs are poisoned first (``poison``: True, False, or indices/names); when
+      one does not match, relaunches find elements the kernel never writes (they keep their
+      input) and arguments it reads (verified with their input, then restored as ``inout``
+      arguments are: never poisoned nor left changed between timed launches); the row's
+      ``notes`` say which. Floats pass within ``atol + rtol * |want|``; ``atol`` defaults to
+      ``rtol`` times the answer's median |value| (README: "Floats are compared on the
+      answer's scale").
     * Statuses: ok (verified), timed (nothing to verify against), wrong result, out of bounds,
       build failed, launch failed, invalid (a harness mistake or a user callable that raised),
       skipped (a restriction or a device limit).

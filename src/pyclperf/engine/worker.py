@@ -107,8 +107,9 @@ class Server:
         from .measure import ConfigFailed, verified_launch
 
         try:
-            verified_launch(self.job, config, {})
-            return ("outputs", self.job.arguments.outputs())
+            judged: list[Any] = []
+            verified_launch(self.job, config, {}, judged)
+            return ("outputs", judged)
         except ConfigFailed as exc:
             return ("failed", exc.status, str(exc))
 
