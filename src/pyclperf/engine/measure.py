@@ -148,6 +148,18 @@ def _build(job: Job, config: Config, row: dict[str, Any]) -> Any:
     return kernel
 
 
+def launch_geometry(job: Job, config: Config) -> tuple[list[int], list[int] | None]:
+    """The configuration's (global, local) sizes; a size that is no positive integer (a block
+    size of 0, inf or 2**70), or a user's callable that raised, ends it as ``invalid``."""
+    try:
+        return job.geometry.ndrange(config)
+    except _core.InvalidArgumentError as exc:
+        raise ConfigFailed(INVALID, str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - problem_size/global_size/grid divisor callables
+        raise ConfigFailed(INVALID, "the launch geometry (problem size, global_size or grid "
+                                    f"divisor) raised {type(exc).__name__}: {exc}") from None
+
+
 def _check_launch(kernel: Any, g: list[int], local: list[int] | None) -> None:
     try:
         _core.validate_launch(kernel, g, local or [])
@@ -218,7 +230,7 @@ def probe_extent(job: Job, config: Config, guard_bytes: int) -> tuple[str, bool]
     whether the write reached past them too). How far a write past an array's end really
     goes is found by a supervisor asking fresh worker processes with ever wider guards: the
     process that saw the write escape its guard may be damaged already."""
-    g, local = job.geometry.ndrange(config)
+    g, local = launch_geometry(job, config)
     kernel = _build(job, config, {})
     _check_launch(kernel, g, local)
     args = job.arguments
@@ -233,8 +245,7 @@ def probe_extent(job: Job, config: Config, guard_bytes: int) -> tuple[str, bool]
 def verified_launch(job: Job, config: Config, row: dict[str, Any]) -> tuple[Any, list[int], list[int] | None, list[int]]:
     """Build, bind and launch once with outputs poisoned and guard zones checked; raises
     ConfigFailed unless the outputs pass. Returns what timing needs."""
-    g, local = user_call("the launch geometry (problem size, global_size or grid divisor)",
-                         job.geometry.ndrange, config)
+    g, local = launch_geometry(job, config)
     row.update(global_size=str(tuple(g)), local_size=str(tuple(local)) if local else "auto")
     kernel = _build(job, config, row)
     _check_launch(kernel, g, local)
@@ -301,10 +312,11 @@ def _measure(job: Job, config: Config, row: dict[str, Any]) -> None:
 
 
 def run_once(job: Job, config: Config) -> list[Any]:
-    """run_kernel's path: one guarded launch; outputs back, or an exception naming the problem."""
+    """run_kernel's path: one guarded launch; outputs back, or KernelRunError naming the
+    problem (``invalid`` for a launch size or an argument the kernel cannot take)."""
     row: dict[str, Any] = {}
     try:
-        g, local = job.geometry.ndrange(config)
+        g, local = launch_geometry(job, config)
         kernel = _build(job, config, row)
         _check_launch(kernel, g, local)
         values = job.resolve_args(config)
@@ -316,6 +328,8 @@ def run_once(job: Job, config: Config) -> list[Any]:
         return job.arguments.outputs()
     except ConfigFailed as exc:
         raise KernelRunError(exc.status, str(exc)) from None
+    except (TypeError, ValueError, _core.InvalidArgumentError) as exc:
+        raise KernelRunError(INVALID, str(exc)) from None
 
 
 class KernelRunError(_core.PyclperfError):
