@@ -22,6 +22,7 @@ from ..results import INVALID, TIMEOUT, Results
 from ..sweep import RowStream, base_meta
 from . import fingerprint as fp
 from . import supervisor
+from .declared import kernel_parameter_names
 from .inputs import check_kind, load_source, options_text, static_checks, supervise
 from .measure import Job, measure
 from .searchspace import Space
@@ -61,9 +62,12 @@ def _harness_check(job: Job, configs: Space) -> None:
         return
     try:
         values = job.resolve_args(first, keep=True)  # the sweep's first measure reuses them
-        names = [f"arg{i}" for i in range(len(values))]
     except Exception:  # noqa: BLE001 - a failing argument callable is that config's status
         return
+    # No program is built yet: the names come from the source, where it says them plainly.
+    names = kernel_parameter_names(job.source, job.kernel_name)
+    if names is None or len(names) != len(values):
+        names = [""] * len(values)
     job.verification.expected(first, repr(first), values, names)
 
 
