@@ -15,6 +15,7 @@ from ..results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, OUT_OF_BOUNDS, 
                        WRONG)
 from ..stats import summarize
 from .arguments import Arguments
+from .console import stderr_text
 from .space import Config, Geometry
 from .timing import time_adaptively
 from .verification import Verification
@@ -131,13 +132,18 @@ def _indices(spec: Any, names: Sequence[str], what: str) -> list[int]:
 
 
 def _build(job: Job, config: Config, row: dict[str, Any]) -> Any:
+    """The configuration's kernel. The build log, and whatever the compiler printed on the
+    console meanwhile ("2 warnings generated."), go into the row, not the terminal."""
     t0 = time.perf_counter()
+    printed: list[str] = []
     try:
-        program = job.ctx.program(job.source, defines=config, options=job.options)
+        with stderr_text(printed):
+            program = job.ctx.program(job.source, defines=config, options=job.options)
     except _core.BuildError as exc:
-        raise ConfigFailed(BUILD_FAILED, f"{exc.name}: {exc.log[:LOG_CHARS]}") from None
+        log = "\n".join([exc.log.strip()] + printed).strip()
+        raise ConfigFailed(BUILD_FAILED, f"{exc.name}: {log[:LOG_CHARS]}") from None
     row["compile_s"] = time.perf_counter() - t0
-    log = program.build_log.strip()
+    log = "\n".join([program.build_log.strip()] + printed).strip()
     if log:
         row["build_log"] = log[:LOG_CHARS]
     try:
