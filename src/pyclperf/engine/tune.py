@@ -134,8 +134,10 @@ def tune(
       Checked outputs are poisoned first (``poison``: True, False, or indices/names);
       ``inout`` arguments are neither poisoned nor left changed between timed launches.
     * Statuses: ok (verified), timed (nothing to verify against), wrong result, out of bounds,
-      build failed, launch failed, invalid (a harness mistake or a user callable that raised),
-      skipped (a restriction or a device limit).
+      build failed, launch failed, invalid (a harness mistake, a user callable that raised, a
+      restriction that raised), skipped (a device limit). A configuration a restriction rules
+      out is no part of the search space and leaves no row, as in Kernel Tuner; how many there
+      were is ``meta["pruned"]`` (None where the space is too big to count).
     * ``strategy``: "brute_force" (default), "random_sample" or "bayes_opt" (Optuna's TPE,
       ``pip install "pyclperf[tune]"``), bounded by ``max_fevals`` and ``time_limit`` seconds.
     * ``out``: JSON-lines file written as configurations finish; with ``resume``, an existing
