@@ -244,25 +244,37 @@ def _dry_run_space(space: Any, samples: int = 10_000) -> str:
     return text
 
 
+# The spec keys the command line may override, and the option that does.
+TUNE_OVERRIDES = {"strategy": "--strategy", "max_fevals": "--max-fevals",
+                  "time_limit": "--time-limit", "timeout": "--timeout", "out": "--out",
+                  "cache": "--cache"}
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     import pyclperf
     from pyclperf.engine.rows import best_table
     from pyclperf.engine.spec import parse_spec
 
-    spec = parse_spec(args.spec)
+    # The options go into the spec before it is checked: they are checked as its keys are,
+    # and a refusal names the option. Paths given here are relative to the working folder.
+    overrides = {key: getattr(args, key) for key in TUNE_OVERRIDES if getattr(args, key) is not None}
+    for key in ("out", "cache"):
+        if key in overrides:
+            overrides[key] = os.path.abspath(overrides[key])
+    labels = {key: TUNE_OVERRIDES[key] for key in overrides}
+    spec = parse_spec(args.spec, overrides, labels=labels, allocate=not args.dry_run)
     kwargs = dict(spec.kwargs)
-    for key in ("strategy", "max_fevals", "time_limit", "timeout", "out", "cache"):
-        if getattr(args, key) is not None:
-            kwargs[key] = getattr(args, key)
     if args.no_isolate:
         kwargs["isolate"] = False
     if args.memcheck:
-        kwargs["check"] = "memory"
+        from pyclperf.engine.inputs import check_kind
+
+        kwargs["check"] = check_kind("memory")  # Oclgrind missing: said now, dry run or not
     if args.dry_run:
         shown = {k: v for k, v in kwargs.items() if k not in ("source", "args", "answer", "metrics")}
         print(f"{spec.path}: {_dry_run_space(spec.search_space())}, "
-              f"{len(kwargs['args'])} arguments, metrics {sorted(kwargs.get('metrics') or {})}, "
-              f"verified: {'answer' in kwargs}")
+              f"{len(spec.arg_names)} arguments, metrics {sorted(kwargs.get('metrics') or {})}, "
+              f"verified: {spec.verified}")
         for k, v in shown.items():
             print(f"  {k} = {v!r}")
         return 0
@@ -281,11 +293,30 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0 if any(r.get("status") in ("ok", "timed") for r in results.rows) else 1
 
 
+def _count(text: str) -> int:
+    """argparse type: a non-negative integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid count: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error told in the one line every other refusal takes."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        text = " ".join(message.split())
+        self.exit(EXIT_ERROR, f"pyclperf: error: {self.prog}: {text} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from pyclperf.experiments import DEFAULT_LOCAL_SIZE, catalogue, names
 
     raw = argparse.RawDescriptionHelpFormatter
-    p = argparse.ArgumentParser(prog="pyclperf", description="GPU memory-performance experiments over OpenCL",
+    p = _Parser(prog="pyclperf", description="GPU memory-performance experiments over OpenCL",
                                 formatter_class=raw, epilog=EXIT_CODES)
     p.add_argument("--version", action="version", version=f"pyclperf {_version()}",
                    help="print pyclperf's version and exit")
@@ -363,7 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "from a kernel that crashes, corrupts memory or hangs")
     t.add_argument("--out", default=None, help="override the spec's results file")
     t.add_argument("--cache", default=None, help="override the spec's Kernel Tuner cache file")
-    t.add_argument("--top", type=int, default=10, help="rows of the best-configs table (default 10)")
+    t.add_argument("--top", type=_count, default=10, help="rows of the best-configs table (default 10)")
     t.add_argument("--dry-run", action="store_true", help="check the spec and show what would run")
     t.set_defaults(func=cmd_tune)
     add_guide_parser(sub, raw)
@@ -393,8 +424,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pyclperf import PyclperfError
         from pyclperf.results import LockedError
 
-        if isinstance(exc, (PyclperfError, ValueError, FileNotFoundError, LockedError)):
-            print(f"pyclperf: error: {exc}", file=sys.stderr)
+        if isinstance(exc, (PyclperfError, ValueError, OSError, MemoryError, LockedError)):
+            print(f"pyclperf: error: {' '.join(str(exc).split()) or type(exc).__name__}",
+                  file=sys.stderr)
             if "unknown target CPU" in str(exc):  # clang's words: the way out is not in them
                 from pyclperf._pocl_cpu import BUILD_FAILURE_HINT
 
