@@ -121,9 +121,11 @@ def tune(
     """Build, verify and time ``kernel_name`` for the configurations of ``params``.
 
     * ``params`` (or Kernel Tuner's ``tune_params``): name -> values; each becomes
-      ``-D name=value``. ``block_size_x/y/z`` (or ``block_size_names``) set the work-group;
-      the global size is the problem size divided by ``grid_div_x/y/z`` (default: the block
-      size), rounded up, times the block size — Kernel Tuner's rule — or ``global_size(config)``.
+      ``-D name=value``. ``block_size_x/y/z`` (or ``block_size_names``, which may repeat a
+      name for a square work-group: ``["TS", "TS"]``) set the work-group; the global size is
+      the problem size divided by ``grid_div_x/y/z`` (default: the block size), rounded up,
+      times the block size — Kernel Tuner's rule — or ``global_size(config)``. A tuned
+      block_size_y (z) makes the launch 2-D (3-D) even for a 1-D problem, as in Kernel Tuner.
       ``problem_size`` may be a callable of the configuration.
     * ``args``: NumPy arrays (checked against the kernel's declared pointer types, placed in
       padded and guarded device buffers), numbers and NumPy scalars (checked against the
