@@ -100,10 +100,11 @@ def test_build_warnings_go_into_the_row_not_the_console(ctx, capfd, isolate: boo
                {"block_size_x": [16, 32], "SALT": [salt]}, ctx=ctx, isolate=isolate, **FAST)
     console = capfd.readouterr()
     assert "warning" not in console.err + console.out
+    pocl = ctx.info.platform_name.startswith("Portable Computing Language")
     for row in res.rows:
         assert row["status"] == "timed"
-        assert "implicit conversion" in row["build_log"]
-        if ctx.info.platform_name.startswith("Portable Computing Language"):
+        if pocl:  # what a compiler logs and prints is its own; PoCL's clang is known here
+            assert "implicit conversion" in row["build_log"]
             said = row["build_log"] if not isolate else row["worker_output"]
             # clang's own count, once per build: never another configuration's.
             assert said.count("warning generated.") == 1, said
