@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf import stats
-from pyclperf import run_kernel, tune
+from pyclperf import run_kernel, stats, tune
+from pyclperf.engine.rows import best_table
 from pyclperf.engine.space import configurations
 
 VADD = """
@@ -50,6 +50,10 @@ def test_every_status_in_one_sweep(ctx, vadd_args):
     over = get(block_size_x=too_big, ITEMS=1, WRONG_TERM="")
     assert over.status.item() == "skipped" and "device limit" in over.error.item()
     assert (df[df.status == "ok"].kernel_work_group_size > 0).all()
+    # Restricted configurations have no rows (as in Kernel Tuner); the summary counts them.
+    summary = best_table(res).splitlines()[-1]
+    assert summary.startswith("12 configs: ") and summary.endswith("; 6 more ruled out by the restrictions")
+    assert "skipped (a device limit)" in tune.__doc__ and "leaves no row" in tune.__doc__
 
 
 def test_launch_failure_is_a_status(ctx, vadd_args):

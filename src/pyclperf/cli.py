@@ -231,66 +231,19 @@ def _version() -> str:
         return "unknown"
 
 
-def _dry_run_space(space: Any, samples: int = 10_000) -> str:
-    """How many configurations the restrictions allow: counted where the space is small (or
-    unrestricted), else estimated from a random sample and said to be an estimate."""
-    if space.allowed_count is not None:
-        text = f"{space.allowed_count} of {space.size} configs allowed by the restrictions"
-        if space.failed:
-            text += (f" ({len(space.failed)} more whose restriction raised, e.g. "
-                     f"{space.failed[0][1]})")
-        return text
-    drawn, allowed, raised, first = space.estimate(samples)
-    text = (f"{space.size} configs in the product of tune_params, too many to count; estimated "
-            f"from {drawn} random ones: about {allowed / drawn:.1%} allowed by the restrictions "
-            f"(about {round(space.size * allowed / drawn)} configs; {allowed} of the {drawn})")
-    if raised:
-        text += f", {raised} of the {drawn} raised in a restriction, e.g. {first}"
-    return text
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error told in the one line every other refusal takes."""
 
-
-def cmd_tune(args: argparse.Namespace) -> int:
-    import pyclperf
-    from pyclperf.engine.rows import best_table
-    from pyclperf.engine.spec import parse_spec
-
-    spec = parse_spec(args.spec)
-    kwargs = dict(spec.kwargs)
-    for key in ("strategy", "max_fevals", "time_limit", "timeout", "out", "cache", "method"):
-        if getattr(args, key) is not None:
-            kwargs[key] = getattr(args, key)
-    if args.no_isolate:
-        kwargs["isolate"] = False
-    if args.memcheck:
-        kwargs["check"] = "memory"
-    if args.dry_run:
-        shown = {k: v for k, v in kwargs.items() if k not in ("source", "args", "answer", "metrics")}
-        print(f"{spec.path}: {_dry_run_space(spec.search_space())}, "
-              f"{len(kwargs['args'])} arguments, metrics {sorted(kwargs.get('metrics') or {})}, "
-              f"verified: {'answer' in kwargs}")
-        for k, v in shown.items():
-            print(f"  {k} = {v!r}")
-        return 0
-    ctx = pyclperf.Context(args.device)
-    print(f"tuning {kwargs['kernel_name']} on {ctx.info.name} ({ctx.info.platform_name})", flush=True)
-    results = pyclperf.tune(ctx=ctx, **kwargs)
-    print(best_table(results, top=args.top))
-    for key in ("out", "cache"):
-        if kwargs.get(key):
-            print(f"wrote {kwargs[key]}")
-    if spec.t4 is not None:
-        from pyclperf.engine.t4 import write_t4
-
-        print(f"wrote {write_t4(results, spec.t4)}")
-    # Exit 1 when no config ran to completion: a tuning run with nothing to pick is a failure.
-    return 0 if any(r.get("status") in ("ok", "timed") for r in results.rows) else 1
+    def error(self, message: str) -> None:  # type: ignore[override]
+        text = " ".join(message.split())
+        self.exit(EXIT_ERROR, f"pyclperf: error: {self.prog}: {text} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from pyclperf.experiments import DEFAULT_LOCAL_SIZE, catalogue, names
 
     raw = argparse.RawDescriptionHelpFormatter
-    p = argparse.ArgumentParser(prog="pyclperf", description="GPU memory-performance experiments over OpenCL",
+    p = _Parser(prog="pyclperf", description="GPU memory-performance experiments over OpenCL",
                                 formatter_class=raw, epilog=EXIT_CODES)
     p.add_argument("--version", action="version", version=f"pyclperf {_version()}",
                    help="print pyclperf's version and exit")
@@ -347,29 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--fail-if-slower", type=float, default=None, metavar="PCT",
                       help=f"exit {EXIT_SLOWER} when any row of B is slower than A by more than PCT percent")
     cmp_.set_defaults(func=cmd_compare)
-    t = sub.add_parser("tune", help="tune a kernel described by a JSON spec (see pyclperf.engine.spec)",
-                       epilog=EXIT_CODES, formatter_class=raw)
-    t.add_argument("spec", help="the spec file (JSON)")
-    t.add_argument("--device", default=None, help="as for 'run' (default: $PYCLPERF_DEVICE, else first GPU)")
-    t.add_argument("--strategy", default=None, help="override the spec's strategy")
-    t.add_argument("--max-fevals", type=int, default=None, help="override the spec's max_fevals")
-    t.add_argument("--time-limit", type=float, default=None, help="override the spec's time_limit (s)")
-    t.add_argument("--timeout", type=float, default=None,
-                   help="seconds one configuration may take (build, verification, timing) before "
-                        "its worker is stopped and its row says 'timeout' (default: the spec's, "
-                        "else 10x the slowest so far, at least 30)")
-    t.add_argument("--memcheck", action="store_true",
-                   help="run each configuration's launch on Oclgrind first: out-of-bounds accesses, "
-                        "data races and uninitialised values become the row's status (small sizes)")
-    t.add_argument("--no-isolate", action="store_true",
-                   help="run the kernel in this process, not a supervised worker: unprotected "
-                        "from a kernel that crashes, corrupts memory or hangs")
-    _method_option(t, None)  # None: the spec's, else auto
-    t.add_argument("--out", default=None, help="override the spec's results file")
-    t.add_argument("--cache", default=None, help="override the spec's Kernel Tuner cache file")
-    t.add_argument("--top", type=int, default=10, help="rows of the best-configs table (default 10)")
-    t.add_argument("--dry-run", action="store_true", help="check the spec and show what would run")
-    t.set_defaults(func=cmd_tune)
+    add_tune_parser(sub, raw)
     add_guide_parser(sub, raw)
     return p
 
@@ -386,6 +317,12 @@ def _device_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None,
                         help="index, 'platform:device', 'gpu'/'cpu' or a name substring "
                              "(default: $PYCLPERF_DEVICE, else first GPU, else CPU)")
+
+
+def add_tune_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
+    from pyclperf.tune_cli import add_parser
+
+    add_parser(sub, raw, EXIT_CODES)
 
 
 def add_guide_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
@@ -405,8 +342,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pyclperf import PyclperfError
         from pyclperf.results import LockedError
 
-        if isinstance(exc, (PyclperfError, ValueError, FileNotFoundError, LockedError)):
-            print(f"pyclperf: error: {exc}", file=sys.stderr)
+        if isinstance(exc, (PyclperfError, ValueError, OSError, MemoryError, LockedError)):
+            print(f"pyclperf: error: {' '.join(str(exc).split()) or type(exc).__name__}",
+                  file=sys.stderr)
             if "unknown target CPU" in str(exc):  # clang's words: the way out is not in them
                 from pyclperf._pocl_cpu import BUILD_FAILURE_HINT
 

@@ -115,9 +115,28 @@ def check_array_for(index: int, info: Any, array: np.ndarray) -> str:
     return ""
 
 
+def _signed_as_unsigned(index: int, info: Any, arr: np.ndarray, want: np.dtype,
+                        base: str) -> np.ndarray:
+    """A signed NumPy integer given for an unsigned parameter, converted when every value fits.
+    C host code passes a ``cl_int`` for an ``unsigned int`` (SHOC does) and Kernel Tuner
+    accepts ``np.int32`` there, so scripts written that way keep working; a value the
+    unsigned type cannot hold is refused rather than wrapped around."""
+    values = arr.reshape(-1).tolist()
+    top = int(np.iinfo(want).max)
+    bad = next((v for v in values if not 0 <= v <= top), None)
+    if bad is not None:
+        shown = arr.reshape(-1)[0] if arr.size == 1 else arr
+        raise _core.InvalidArgumentError(
+            f"{describe(index, info)}: np.{arr.dtype.name}({shown!s}) does not fit {base} "
+            f"(0 to {top}); {'a negative value has no unsigned form' if bad < 0 else 'too big'}")
+    return arr.astype(want)
+
+
 def scalar_for(index: int, info: Any, value: Any) -> np.ndarray:
     """A by-value argument as the bytes the kernel declares. Python numbers take the declared
-    type (and must fit it); NumPy scalars must already be of it."""
+    type (and must fit it); NumPy scalars must already be of it, except that a signed NumPy
+    integer passes for an unsigned parameter when its value fits (as C's implicit conversion
+    and Kernel Tuner allow)."""
     if info.address_qualifier not in ("private", "unknown"):
         raise _core.InvalidArgumentError(
             f"{describe(index, info)} is a pointer: pass an array (or a Buffer), not {value!r}")
@@ -126,6 +145,8 @@ def scalar_for(index: int, info: Any, value: Any) -> np.ndarray:
         arr = np.ascontiguousarray(value)
         check_plain_array(index, arr)
         arr = in_host_order(arr)
+        if want is not None and want.kind == "u" and arr.dtype.kind == "i" and arr.size == width:
+            arr = _signed_as_unsigned(index, info, arr, want, base)
         if want is not None and (arr.dtype != want or arr.size != width):
             raise TypeError(f"{describe(index, info)} takes one {base}; got "
                             f"{arr.size} x {arr.dtype} (use np.{want.name}(...)"

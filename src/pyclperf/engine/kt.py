@@ -191,7 +191,11 @@ def tune_kernel(kernel_name: str, kernel_source: Any, problem_size: Any, argumen
     dragged by one slow launch); KT's verify gets the outputs of every array argument; metrics
     see the parameters, "time" (ms) and earlier metrics, not KT's other timing fields;
     ``verbose`` has no effect (every skipped or failed config's reason is in its row of
-    ``env["pyclperf_results"]``).
+    ``env["pyclperf_results"]``); the NDRange has as many dimensions as the problem and the
+    tuned block sizes span, where Kernel Tuner always launches 3 (the work-items in each
+    dimension are the same: a 1-D problem with block_size_y tuned launches (n, block_size_y)).
+    As in Kernel Tuner, a signed NumPy integer passes for an unsigned scalar parameter when
+    its value fits.
     """
     if lang is not None and str(lang).lower() != "opencl":
         raise _unsupported(f"lang={lang!r}", "pyclperf tunes OpenCL kernels only")

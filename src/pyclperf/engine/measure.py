@@ -17,6 +17,7 @@ from ..results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, OUT_OF_BOUNDS, 
                        WRONG)
 from ..stats import summarize
 from .arguments import Arguments
+from .console import stderr_text
 from .space import Config, Geometry
 from .residency import cache_flush, chained, conditions_of, residency_columns
 from .timing import time_adaptively
@@ -137,13 +138,18 @@ def _indices(spec: Any, names: Sequence[str], what: str) -> list[int]:
 
 
 def _build(job: Job, config: Config, row: dict[str, Any]) -> Any:
+    """The configuration's kernel. The build log, and whatever the compiler printed on the
+    console meanwhile ("2 warnings generated."), go into the row, not the terminal."""
     t0 = time.perf_counter()
+    printed: list[str] = []
     try:
-        program = job.ctx.program(job.source, defines=config, options=job.options)
+        with stderr_text(printed):
+            program = job.ctx.program(job.source, defines=config, options=job.options)
     except _core.BuildError as exc:
-        raise ConfigFailed(BUILD_FAILED, f"{exc.name}: {exc.log[:LOG_CHARS]}") from None
+        log = "\n".join([exc.log.strip()] + printed).strip()
+        raise ConfigFailed(BUILD_FAILED, f"{exc.name}: {log[:LOG_CHARS]}") from None
     row["compile_s"] = time.perf_counter() - t0
-    log = program.build_log.strip()
+    log = "\n".join([program.build_log.strip()] + printed).strip()
     if log:
         row["build_log"] = log[:LOG_CHARS]
     try:
@@ -152,6 +158,18 @@ def _build(job: Job, config: Config, row: dict[str, Any]) -> Any:
         raise ConfigFailed(INVALID, str(exc)) from None
     row["kernel_work_group_size"] = int(kernel.limits().work_group_size)
     return kernel
+
+
+def launch_geometry(job: Job, config: Config) -> tuple[list[int], list[int] | None]:
+    """The configuration's (global, local) sizes; a size that is no positive integer (a block
+    size of 0, inf or 2**70), or a user's callable that raised, ends it as ``invalid``."""
+    try:
+        return job.geometry.ndrange(config)
+    except _core.InvalidArgumentError as exc:
+        raise ConfigFailed(INVALID, str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - problem_size/global_size/grid divisor callables
+        raise ConfigFailed(INVALID, "the launch geometry (problem size, global_size or grid "
+                                    f"divisor) raised {type(exc).__name__}: {exc}") from None
 
 
 def _check_launch(kernel: Any, g: list[int], local: list[int] | None) -> None:
@@ -224,7 +242,7 @@ def probe_extent(job: Job, config: Config, guard_bytes: int) -> tuple[str, bool]
     whether the write reached past them too). How far a write past an array's end really
     goes is found by a supervisor asking fresh worker processes with ever wider guards: the
     process that saw the write escape its guard may be damaged already."""
-    g, local = job.geometry.ndrange(config)
+    g, local = launch_geometry(job, config)
     kernel = _build(job, config, {})
     _check_launch(kernel, g, local)
     args = job.arguments
@@ -244,8 +262,7 @@ def verified_launch(job: Job, config: Config, row: dict[str, Any],
     kernel reads is given its input; ``row["notes"]`` says which. Returns what timing needs;
     ``judged``, when given, receives the outputs as they were judged (the device's buffers may
     hold a relaunch's poison where the kernel never writes)."""
-    g, local = user_call("the launch geometry (problem size, global_size or grid divisor)",
-                         job.geometry.ndrange, config)
+    g, local = launch_geometry(job, config)
     row.update(global_size=str(tuple(g)), local_size=str(tuple(local)) if local else "auto")
     kernel = _build(job, config, row)
     _check_launch(kernel, g, local)
@@ -359,10 +376,11 @@ def _measure(job: Job, config: Config, row: dict[str, Any]) -> None:
 
 
 def run_once(job: Job, config: Config) -> list[Any]:
-    """run_kernel's path: one guarded launch; outputs back, or an exception naming the problem."""
+    """run_kernel's path: one guarded launch; outputs back, or KernelRunError naming the
+    problem (``invalid`` for a launch size or an argument the kernel cannot take)."""
     row: dict[str, Any] = {}
     try:
-        g, local = job.geometry.ndrange(config)
+        g, local = launch_geometry(job, config)
         kernel = _build(job, config, row)
         _check_launch(kernel, g, local)
         values = job.resolve_args(config)
@@ -374,6 +392,8 @@ def run_once(job: Job, config: Config) -> list[Any]:
         return job.arguments.outputs()
     except ConfigFailed as exc:
         raise KernelRunError(exc.status, str(exc)) from None
+    except (TypeError, ValueError, _core.InvalidArgumentError) as exc:
+        raise KernelRunError(INVALID, str(exc)) from None
 
 
 class KernelRunError(_core.PyclperfError):

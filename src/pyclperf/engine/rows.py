@@ -44,8 +44,9 @@ def param_names(meta: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) -> l
 
 
 def best_table(results: Any, top: int = 10) -> str:
-    """A text table of the ``top`` fastest configs (verified ones first, then unverified) and a
-    count of the rest by status: what ``pyclperf tune`` prints at the end."""
+    """A text table of the ``top`` fastest configs (verified ones first, then unverified), a
+    count of the rows by status and of the configurations the restrictions ruled out (which
+    have no rows): what ``pyclperf tune`` prints at the end."""
     rows = list(results.rows)
     names = param_names(results.meta, rows)
     metrics = [m for m in metric_names(results.meta) if m not in ROW_FIELDS]
@@ -63,7 +64,11 @@ def best_table(results: Any, top: int = 10) -> str:
     counts: dict[str, int] = {}
     for r in rows:
         counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
-    lines.append(f"{len(rows)} configs: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    line = f"{len(rows)} configs: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    pruned = results.meta.get("pruned")
+    if pruned:  # they have no rows (the restrictions took them out of the space): say so
+        line += f"; {pruned} more ruled out by the restrictions"
+    lines.append(line)
     if timed and timed[0]["status"] != "ok":
         lines.append("no config was verified: give a reference to verify the outputs")
     return "\n".join(lines)

@@ -30,8 +30,13 @@ Format (paths are relative to the spec file's folder; only the first five keys a
 ``reference`` kinds: ``copy`` (after the kernel, argument ``to`` must equal the initial ``from``)
 and ``npy`` (argument ``arg`` must equal the array in the .npy file ``path``). Random fills are
 seeded with ``data_seed`` (default 0), so two runs tune on the same data. Metric expressions use
-the same safe evaluator as restrictions (engine.restrictions). ``parse_spec`` checks everything
-and raises SpecError with a one-line message on the first problem.
+the same safe evaluator as restrictions (engine.restrictions).
+
+``parse_spec`` checks everything first (engine/speccheck.py: the JSON Schema spec.schema.json,
+then dtypes, values, sizes against the memory available, names, expressions, strategy options
+and the files to read and write) and raises SpecError with one line naming the key on the
+first problem, e.g. ``spec: arguments[2].value: 1180591620717411303424 does not fit int32``.
+Only then are the arrays made (not at all for ``allocate=False``, which ``--dry-run`` uses).
 """
 
 from __future__ import annotations
@@ -40,36 +45,37 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from . import speccheck
 from .restrictions import compile_expression, compile_restrictions
+from .rows import ROW_FIELDS
 from .searchspace import Space
-from .strategies import STRATEGIES
+from .speccheck import (ArgumentPlan, SpecError, check_memory, check_outputs,
+                        check_schema, check_strategy, fail, non_finite, plan_argument,
+                        readable_text)
+from .space import compile_divisors
 
-REQUIRED = ("kernel_source", "kernel_name", "problem_size", "arguments", "tune_params")
-OPTIONAL = ("restrictions", "grid_div_x", "grid_div_y", "grid_div_z", "block_size_names",
-            "compiler_options", "metrics", "reference", "rtol", "atol", "strategy",
-            "strategy_options", "max_fevals", "time_limit", "timeout", "seed", "data_seed", "iterations",
-            "inout", "warmup", "min_time", "min_repeats", "max_repeats", "method", "out", "cache",
-            "t4", "comment")
-FILLS = ("random", "zeros", "ones", "arange")
-_ARG_KEYS = ("name", "dtype", "size", "shape", "fill", "value", "local_nbytes")
+__all__ = ["SpecError", "TuneSpec", "parse_spec"]
 
-
-class SpecError(ValueError):
-    """A spec file problem; the message is one line naming the key."""
+_OUTPUTS = ("out", "cache", "t4")
+_PASSED = ("grid_div_x", "grid_div_y", "grid_div_z", "block_size_names", "compiler_options",
+           "strategy_options", "max_fevals", "time_limit", "timeout", "seed", "iterations",
+           "warmup", "min_time", "min_repeats", "max_repeats", "rtol", "atol", "method")
 
 
 @dataclass
 class TuneSpec:
-    """A parsed spec: ``kwargs`` for pyclperf.tune() and where the outputs go."""
+    """A parsed spec: ``kwargs`` for pyclperf.tune() and where the outputs go. With
+    ``allocate=False`` the arrays are not made: ``kwargs`` lacks "args" and "answer"."""
 
     path: Path
     kwargs: dict[str, Any]
     t4: Path | None = None
     arg_names: list[str] = field(default_factory=list)
+    verified: bool = False
 
     def search_space(self) -> Space:
         """The configurations of tune_params the restrictions allow (counted when few enough,
@@ -85,212 +91,190 @@ class TuneSpec:
         return space.size, space.allowed_count
 
 
-def _fail(msg: str) -> SpecError:
-    return SpecError(f"spec: {msg}")
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _str_list(spec: dict, key: str) -> list[str] | None:
-    v = spec.get(key)
-    if v is None:
-        return None
-    if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
-        raise _fail(f"{key!r} must be a list of strings")
-    return list(v)
-
-
-def _dtype(a: dict, where: str) -> np.dtype:
+def _read(path: Path) -> Any:
+    """The spec file's JSON; SpecError for a file that cannot be read or parsed."""
     try:
-        return np.dtype(a["dtype"])
-    except KeyError:
-        raise _fail(f"{where} needs a 'dtype'") from None
-    except TypeError:
-        raise _fail(f"{where}: unknown dtype {a['dtype']!r}") from None
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise SpecError(f"spec: cannot read {str(path)!r}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(f"spec: {str(path)!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise SpecError(f"spec: {str(path)!r} nests lists or objects too deeply") from None
+    except ValueError as e:  # JSONDecodeError, and integers of more digits than Python reads
+        raise SpecError(f"spec: {str(path)!r} is not valid JSON ({str(e).splitlines()[0]})") from None
 
 
-def _argument(a: Any, i: int, rng: np.random.Generator) -> Any:
-    """One kernel argument: an array, a numpy scalar or a LocalMemory."""
-    from ..program import LocalMemory
+def _arg_index(ref: Any, names: list[str], key: tuple, labels: Mapping[str, str]) -> int:
+    if isinstance(ref, int) and 0 <= ref < len(names):
+        return ref
+    if isinstance(ref, str) and ref in names:
+        return names.index(ref)
+    raise fail(key, f"{json.dumps(ref)} names no argument (arguments: {', '.join(names)})", labels)
 
-    where = f"argument {i}" + (f" ({a['name']!r})" if isinstance(a, dict) and "name" in a else "")
-    if not isinstance(a, dict):
-        raise _fail(f"{where} must be an object")
-    unknown = sorted(set(a) - set(_ARG_KEYS))
-    if unknown:
-        raise _fail(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(_ARG_KEYS)})")
-    if "local_nbytes" in a:
-        if not _is_int(a["local_nbytes"]) or a["local_nbytes"] <= 0:
-            raise _fail(f"{where}: 'local_nbytes' must be a positive integer")
-        return LocalMemory(int(a["local_nbytes"]))
-    dt = _dtype(a, where)
-    if "value" in a:
-        if {"size", "shape", "fill"} & set(a):
-            raise _fail(f"{where}: a scalar ('value') takes no 'size', 'shape' or 'fill'")
-        if not _is_num(a["value"]):
-            raise _fail(f"{where}: 'value' must be a number")
-        return dt.type(a["value"])
-    if ("size" in a) == ("shape" in a):
-        raise _fail(f"{where} needs exactly one of 'size', 'shape' (an array) or 'value' (a scalar)")
-    shape = [a["size"]] if "size" in a else a["shape"]
-    if not isinstance(shape, list) or not shape or not all(_is_int(s) and s > 0 for s in shape):
-        raise _fail(f"{where}: 'size'/'shape' must be a positive integer or a list of them")
-    fill = a.get("fill", "zeros")
-    if fill not in FILLS:
-        raise _fail(f"{where}: 'fill' must be one of {', '.join(FILLS)}, not {fill!r}")
-    n = int(np.prod(shape))
-    if fill == "zeros":
+
+def _fill(plan: ArgumentPlan, rng: np.random.Generator) -> np.ndarray:
+    n, dt = plan.elements, plan.dtype
+    if plan.fill == "zeros":
         arr = np.zeros(n, dt)
-    elif fill == "ones":
+    elif plan.fill == "ones":
         arr = np.ones(n, dt)
-    elif fill == "arange":
+    elif plan.fill == "arange":
         arr = np.arange(n).astype(dt)
-    elif np.issubdtype(dt, np.floating):
+    elif dt.kind in "fc":
         arr = rng.random(n).astype(dt)
     else:
         arr = rng.integers(0, 100, n).astype(dt)
-    return arr.reshape(shape)
+    return arr.reshape(plan.shape)
 
 
-def _arg_index(ref: Any, names: list[str], key: str) -> int:
-    if _is_int(ref) and 0 <= ref < len(names):
-        return int(ref)
-    if isinstance(ref, str) and ref in names:
-        return names.index(ref)
-    raise _fail(f"{key!r} must name an argument or be its index, not {ref!r}")
-
-
-def _reference(ref: Any, args: list[Any], names: list[str], folder: Path) -> list[Any]:
-    """The ``answer`` list: expected contents of the checked argument, None elsewhere."""
-    if not isinstance(ref, dict) or "kind" not in ref:
-        raise _fail("'reference' must be an object with a 'kind' (copy or npy)")
-    answer: list[Any] = [None] * len(args)
-    if ref["kind"] == "copy":
-        if set(ref) != {"kind", "from", "to"}:
-            raise _fail("reference kind 'copy' takes exactly 'from' and 'to'")
-        src, dst = _arg_index(ref["from"], names, "from"), _arg_index(ref["to"], names, "to")
-        if not isinstance(args[src], np.ndarray) or not isinstance(args[dst], np.ndarray):
-            raise _fail("reference 'copy' needs array arguments on both sides")
-        answer[dst] = args[src].astype(args[dst].dtype, copy=True)
-    elif ref["kind"] == "npy":
-        if set(ref) != {"kind", "arg", "path"}:
-            raise _fail("reference kind 'npy' takes exactly 'arg' and 'path'")
-        i = _arg_index(ref["arg"], names, "arg")
-        try:
-            answer[i] = np.load(folder / str(ref["path"]), allow_pickle=False)
-        except OSError as e:
-            raise _fail(f"reference file: {e}") from None
-    else:
-        raise _fail(f"unknown reference kind {ref['kind']!r} (copy or npy)")
-    return answer
-
-
-def _metric(expr: Any, name: str, params: list[str]) -> Callable[[dict, float], float]:
-    if not isinstance(expr, str):
-        raise _fail(f"metric {name!r} must be an expression string")
+def _npy(path: Path, plan: ArgumentPlan, name: str, key: tuple) -> np.ndarray:
+    """The expected array of an npy reference, opened without reading it whole."""
+    if not path.is_file():
+        raise fail(key, f"{str(path)!r} is not a file")
     try:
-        e = compile_expression(expr, params + ["time"], what=f"metric {name!r}")
-    except ValueError as err:
-        raise _fail(str(err)) from None
-    return lambda config, seconds: float(e({**config, "time": seconds}))
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except Exception as e:  # noqa: BLE001 - OSError, ValueError for pickles and non-.npy files
+        raise fail(key, f"cannot read {str(path)!r} as a .npy array ({str(e).splitlines()[0]})") from None
+    if not isinstance(arr, np.ndarray):
+        raise fail(key, f"{str(path)!r} holds several arrays (.npz); give one .npy array")
+    if plan.kind != "array":
+        raise fail(key, f"argument {name!r} is no array, so nothing can be compared with it")
+    if arr.dtype.newbyteorder("=") != plan.dtype.newbyteorder("="):
+        raise fail(key, f"{str(path)!r} holds {arr.dtype}, but argument {name!r} is "
+                        f"{plan.dtype}; save it as {plan.dtype}")
+    if arr.size != plan.elements:
+        raise fail(key, f"{str(path)!r} holds {arr.size} elements, argument {name!r} "
+                        f"{plan.elements}")
+    return arr
 
 
-def parse_spec(path: str | os.PathLike[str]) -> TuneSpec:
-    """Read and check a spec file; SpecError on the first problem."""
+def parse_spec(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None, *,
+               labels: Mapping[str, str] | None = None, allocate: bool = True) -> TuneSpec:
+    """Read and check a spec file; SpecError on the first problem.
+
+    ``overrides`` replace keys of the file before anything is checked (the command line's
+    --max-fevals, --out, ...); ``labels`` names them in messages ({"max_fevals":
+    "--max-fevals"}). Paths in the file are relative to its folder; an override's path is
+    used as given. ``allocate=False`` checks everything but makes no arrays."""
     path = Path(path)
-    try:
-        spec = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise _fail(f"{path} is not valid JSON ({e})") from None
-    if not isinstance(spec, dict):
-        raise _fail("the file must hold a JSON object")
-    unknown = sorted(set(spec) - set(REQUIRED) - set(OPTIONAL))
-    if unknown:
-        raise _fail(f"unknown key {unknown[0]!r} (known: {', '.join(REQUIRED + OPTIONAL)})")
-    missing = [k for k in REQUIRED if k not in spec]
-    if missing:
-        raise _fail(f"missing key {missing[0]!r}")
+    labels = dict(labels or {})
+    doc = _read(path)
+    if isinstance(doc, dict):
+        doc = {**doc, **dict(overrides or {})}
+    for where, number in non_finite(doc):
+        spelled = "NaN" if number != number else ("Infinity" if number > 0 else "-Infinity")
+        raise fail(where, f"{spelled} is not a number a spec may hold", labels)
+    check_schema(doc, labels)
     folder = path.parent
-    for key in ("kernel_source", "kernel_name"):
-        if not isinstance(spec[key], str) or not spec[key]:
-            raise _fail(f"{key!r} must be a non-empty string")
-    source_path = folder / spec["kernel_source"]
-    if not source_path.is_file():
-        raise _fail(f"kernel_source {str(source_path)!r} is not a file")
-    ps = spec["problem_size"]
-    if not (_is_int(ps) or (isinstance(ps, list) and 1 <= len(ps) <= 3 and all(map(_is_int, ps)))):
-        raise _fail("'problem_size' must be an integer or a list of 1 to 3 integers")
-    tp = spec["tune_params"]
-    if not isinstance(tp, dict) or not tp or not all(
-            isinstance(v, list) and v for v in tp.values()):
-        raise _fail("'tune_params' must map each parameter name to a non-empty list of values")
-    params = list(tp)
-    if not isinstance(spec["arguments"], list) or not spec["arguments"]:
-        raise _fail("'arguments' must be a non-empty list")
-    rng = np.random.default_rng(spec.get("data_seed", 0))
-    args = [_argument(a, i, rng) for i, a in enumerate(spec["arguments"])]
-    names = [str(a.get("name", i)) for i, a in enumerate(spec["arguments"])]
-    restrictions = spec.get("restrictions", [])
-    if isinstance(restrictions, str):
-        restrictions = [restrictions]
-    if not isinstance(restrictions, list) or not all(isinstance(r, str) for r in restrictions):
-        raise _fail("'restrictions' must be a list of expression strings")
-    try:
-        compile_restrictions(restrictions, params)    # check now, with the spec's line of sight
-    except ValueError as e:
-        raise _fail(str(e)) from None
-    metrics = spec.get("metrics")
-    if metrics is not None and not isinstance(metrics, dict):
-        raise _fail("'metrics' must map names to expression strings")
-    strategy = spec.get("strategy", "brute_force")
-    if strategy not in STRATEGIES:
-        raise _fail(f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
-    if not isinstance(spec.get("strategy_options", {}), dict):
-        raise _fail("'strategy_options' must be an object")
-    for key, check, what in (("max_fevals", _is_int, "an integer"), ("seed", _is_int, "an integer"),
-                             ("data_seed", _is_int, "an integer"),
-                             ("iterations", _is_int, "an integer"),
-                             ("warmup", _is_int, "an integer"),
-                             ("min_repeats", _is_int, "an integer"),
-                             ("max_repeats", _is_int, "an integer"),
-                             ("time_limit", _is_num, "a number"), ("min_time", _is_num, "a number"),
-                             ("timeout", lambda v: _is_num(v) and v > 0, "a positive number"),
-                             ("rtol", _is_num, "a number"), ("atol", _is_num, "a number"),
-                             ("out", lambda v: isinstance(v, str), "a path string"),
-                             ("cache", lambda v: isinstance(v, str), "a path string"),
-                             ("t4", lambda v: isinstance(v, str), "a path string"),
-                             ("method", lambda v: v in ("auto", "events", "host"),
-                              "one of 'auto', 'events', 'host'")):
-        if key in spec and not check(spec[key]):
-            raise _fail(f"{key!r} must be {what}")
-    for key in ("grid_div_x", "grid_div_y", "grid_div_z", "block_size_names", "compiler_options"):
-        _str_list(spec, key)
+    params = dict(doc["tune_params"])
+    for name in params:
+        if name in ROW_FIELDS or name == "time":
+            why = ("is what metric expressions call the measured seconds" if name == "time"
+                   else "is a field every row has")
+            raise fail(("tune_params", name), f"{name!r} {why}; rename the parameter")
+    source_path = folder / doc["kernel_source"]
+    source = readable_text(source_path, ("kernel_source",))
+
+    plans = [plan_argument(a, ("arguments", i)) for i, a in enumerate(doc["arguments"])]
+    names = [str(a.get("name", i)) for i, a in enumerate(doc["arguments"])]
+    for i, name in enumerate(names):
+        if names.index(name) != i:
+            raise fail(("arguments", i, "name"), f"{name!r} names argument {names.index(name)} already")
+    inout = [_arg_index(r, names, ("inout", i), labels) for i, r in enumerate(doc.get("inout", []))]
+
+    needs = [(("arguments", i, "size" if "size" in doc["arguments"][i] else "shape"),
+              p.nbytes, p.transient_bytes) for i, p in enumerate(plans) if p.kind == "array"]
+    available = speccheck.available_memory()
+    check_memory(needs, available, labels)  # before the reference, which may copy one of them
+    ref = doc.get("reference")
+    expected: Any = None
+    if ref is not None and ref["kind"] == "copy":
+        src = _arg_index(ref["from"], names, ("reference", "from"), labels)
+        dst = _arg_index(ref["to"], names, ("reference", "to"), labels)
+        for key, i in (("from", src), ("to", dst)):
+            if plans[i].kind != "array":
+                raise fail(("reference", key), f"argument {names[i]!r} is no array; 'copy' "
+                                               "compares arrays")
+        if plans[src].elements != plans[dst].elements:
+            raise fail(("reference",), f"'from' ({names[src]!r}) has {plans[src].elements} "
+                                       f"elements and 'to' ({names[dst]!r}) {plans[dst].elements}")
+        needs.append((("reference",), plans[dst].nbytes, 0))
+    elif ref is not None:
+        checked = _arg_index(ref["arg"], names, ("reference", "arg"), labels)
+        expected = _npy(folder / ref["path"], plans[checked], names[checked], ("reference", "path"))
+        needs.append((("reference",), plans[checked].nbytes, 0))
+    check_memory(needs, available, labels)
+
+    restrictions = doc.get("restrictions", [])
+    restrictions = [restrictions] if isinstance(restrictions, str) else list(restrictions)
+    for i, r in enumerate(restrictions):
+        try:
+            compile_restrictions([r], list(params))
+        except ValueError as e:
+            raise fail(("restrictions", i), str(e), labels) from None
+    metrics: dict[str, Callable[[dict, float], float]] = {}
+    for name, expr in doc.get("metrics", {}).items():
+        try:
+            e = compile_expression(expr, list(params) + ["time"], what=f"metric {name!r}")
+        except ValueError as err:
+            raise fail(("metrics", name), str(err), labels) from None
+        metrics[name] = (lambda e: lambda config, seconds: float(e({**config, "time": seconds})))(e)
+    for axis in "xyz":
+        for i, part in enumerate(doc.get(f"grid_div_{axis}", [])):
+            try:
+                compile_divisors([[part]], list(params))
+            except ValueError as e:
+                raise fail((f"grid_div_{axis}", i), str(e), labels) from None
+    check_strategy(doc, labels)
+
+    outputs = {k: folder / doc[k] for k in _OUTPUTS if k in doc}
+    inputs = [path, source_path] + ([folder / ref["path"]] if ref and ref["kind"] == "npy" else [])
+    check_outputs(outputs, inputs, labels)
+
+    ps = doc["problem_size"]
     kwargs: dict[str, Any] = {
-        "source": source_path.read_text(), "kernel_name": spec["kernel_name"],
-        "problem_size": ps if _is_int(ps) else tuple(ps), "args": args, "params": dict(tp),
-        "restrictions": restrictions, "strategy": strategy,
+        "source": source, "kernel_name": doc["kernel_name"],
+        "problem_size": ps if isinstance(ps, int) else tuple(ps), "params": params,
+        "restrictions": restrictions, "strategy": doc.get("strategy", "brute_force"),
     }
-    if "inout" in spec:
-        if not isinstance(spec["inout"], list):
-            raise _fail("'inout' must be a list of argument names or indices")
-        kwargs["inout"] = [_arg_index(r, names, "inout") for r in spec["inout"]]
-    for key in ("grid_div_x", "grid_div_y", "grid_div_z", "block_size_names", "compiler_options",
-                "strategy_options", "max_fevals", "time_limit", "timeout", "seed", "iterations", "warmup",
-                "min_time", "min_repeats", "max_repeats", "rtol", "atol", "method"):
-        if key in spec:
-            kwargs[key] = spec[key]
+    if "inout" in doc:
+        kwargs["inout"] = inout
+    for key in _PASSED:
+        if key in doc:
+            kwargs[key] = doc[key]
     if metrics:
-        kwargs["metrics"] = {n: _metric(e, n, params) for n, e in metrics.items()}
-    if "reference" in spec:
-        kwargs["answer"] = _reference(spec["reference"], args, names, folder)
+        kwargs["metrics"] = metrics
     for key in ("out", "cache"):
-        if key in spec:
-            kwargs[key] = str(folder / spec[key])
-    return TuneSpec(path=path, kwargs=kwargs,
-                    t4=folder / spec["t4"] if "t4" in spec else None, arg_names=names)
+        if key in outputs:
+            kwargs[key] = str(outputs[key])
+    if allocate:
+        kwargs["args"] = args = _make(plans, doc.get("data_seed", 0))
+        if ref is not None:
+            answer: list[Any] = [None] * len(args)
+            if ref["kind"] == "copy":
+                answer[dst] = args[src].astype(args[dst].dtype, copy=True)
+            else:
+                answer[checked] = np.array(expected)
+            kwargs["answer"] = answer
+    return TuneSpec(path=path, kwargs=kwargs, t4=outputs.get("t4"), arg_names=names,
+                    verified=ref is not None)
+
+
+def _make(plans: list[ArgumentPlan], data_seed: int) -> list[Any]:
+    """The arguments themselves: arrays filled (random ones from ``data_seed``), scalars,
+    LocalMemory."""
+    from ..program import LocalMemory
+
+    rng = np.random.default_rng(data_seed)
+    out: list[Any] = []
+    for p in plans:
+        if p.kind == "local":
+            out.append(LocalMemory(p.local_nbytes))
+        elif p.kind == "scalar":
+            out.append(p.value)
+        else:
+            out.append(_fill(p, rng))
+    return out

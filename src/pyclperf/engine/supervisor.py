@@ -76,6 +76,7 @@ class Worker:
             os.close(to_child_r)
             os.close(from_child_w)
         self.ran = 0              # configurations run since it started
+        self._mark = 0            # where in the log the last request's output begins
         self.job_id: str | None = None
         self._summary: dict[str, Any] | None = None
         # The device is opened while the caller goes on (serialising the job, say): the reply
@@ -116,6 +117,7 @@ class Worker:
             message = request
         else:
             message, path = channel.dumps(request)
+        self._mark = self._log_end()
         try:
             channel.send(self.to_child, message)
             deadline = None if math.isinf(timeout) else time.monotonic() + timeout
@@ -132,6 +134,23 @@ class Worker:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def _log_end(self) -> int:
+        try:
+            self.log.flush()
+            return self.log.seek(0, os.SEEK_END)
+        except (OSError, ValueError):
+            return 0
+
+    def request_output(self) -> str:
+        """What the worker printed while answering the last request (its end, at most
+        LAST_WORDS characters): one configuration's build chatter, not the ones before."""
+        try:
+            end = self._log_end()
+            self.log.seek(max(self._mark, end - LAST_WORDS))
+            return self.log.read().decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
 
     def last_words(self) -> str:
         """The end of what the worker printed (the C library's abort message, a driver's)."""
@@ -276,7 +295,7 @@ class Supervisor:
             return {"status": INVALID, "verified": False,
                     "error": f"the worker process could not run it: {reply[1]}"}
         _, row, tainted = reply
-        words = self.worker.last_words() if self.worker is not None else ""
+        words = self.worker.request_output() if self.worker is not None else ""
         if tainted:
             self.retire()
         if words and row.get("status") != CRASHED:

@@ -22,6 +22,7 @@ from ..results import INVALID, TIMEOUT, Results
 from ..sweep import RowStream, base_meta
 from . import fingerprint as fp
 from . import supervisor
+from .declared import kernel_parameter_names
 from .inputs import check_kind, load_source, options_text, static_checks, supervise
 from .measure import Job, measure
 from .searchspace import Space
@@ -65,9 +66,12 @@ def _harness_check(job: Job, configs: Space) -> None:
         return
     try:
         values = job.resolve_args(first, keep=True)  # the sweep's first measure reuses them
-        names = [f"arg{i}" for i in range(len(values))]
     except Exception:  # noqa: BLE001 - a failing argument callable is that config's status
         return
+    # No program is built yet: the names come from the source, where it says them plainly.
+    names = kernel_parameter_names(job.source, job.kernel_name)
+    if names is None or len(names) != len(values):
+        names = [""] * len(values)
     job.verification.expected(first, repr(first), values, names)
 
 
@@ -123,9 +127,11 @@ def tune(
     """Build, verify and time ``kernel_name`` for the configurations of ``params``.
 
     * ``params`` (or Kernel Tuner's ``tune_params``): name -> values; each becomes
-      ``-D name=value``. ``block_size_x/y/z`` (or ``block_size_names``) set the work-group;
-      the global size is the problem size divided by ``grid_div_x/y/z`` (default: the block
-      size), rounded up, times the block size — Kernel Tuner's rule — or ``global_size(config)``.
+      ``-D name=value``. ``block_size_x/y/z`` (or ``block_size_names``, which may repeat a
+      name for a square work-group: ``["TS", "TS"]``) set the work-group; the global size is
+      the problem size divided by ``grid_div_x/y/z`` (default: the block size), rounded up,
+      times the block size — Kernel Tuner's rule — or ``global_size(config)``. A tuned
+      block_size_y (z) makes the launch 2-D (3-D) even for a 1-D problem, as in Kernel Tuner.
       ``problem_size`` may be a callable of the configuration.
     * ``args``: NumPy arrays (checked against the kernel's declared pointer types, placed in
       padded and guarded device buffers), numbers and NumPy scalars (checked against the
@@ -141,8 +147,10 @@ def tune(
       ``rtol`` times the answer's median |value| (README: "Floats are compared on the
       answer's scale").
     * Statuses: ok (verified), timed (nothing to verify against), wrong result, out of bounds,
-      build failed, launch failed, invalid (a harness mistake or a user callable that raised),
-      skipped (a restriction or a device limit).
+      build failed, launch failed, invalid (a harness mistake, a user callable that raised, a
+      restriction that raised), skipped (a device limit). A configuration a restriction rules
+      out is no part of the search space and leaves no row, as in Kernel Tuner; how many there
+      were is ``meta["pruned"]`` (None where the space is too big to count).
     * ``strategy``: "brute_force" (default), "random_sample" or "bayes_opt" (Optuna's TPE,
       ``pip install "pyclperf[tune]"``), bounded by ``max_fevals`` and ``time_limit`` seconds.
     * ``out``: JSON-lines file written as configurations finish; with ``resume``, an existing

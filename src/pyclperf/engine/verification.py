@@ -4,6 +4,7 @@ first configuration runs."""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -14,11 +15,16 @@ from ..checks import first_mismatch
 Config = dict[str, Any]
 
 
+def _argument(index: int, name: str) -> str:
+    return f"argument {index} ('{name}')" if name else f"argument {index}"
+
+
 def _expected_array(position: str, want: Any, arg: Any, index: int, name: str) -> np.ndarray:
     """``want`` as an array shaped like argument ``index``; TypeError/ValueError for a harness
     mistake (a number for an array, another length, another dtype)."""
+    what = _argument(index, name)
     if not isinstance(arg, np.ndarray):
-        raise TypeError(f"{position} gives an expected value for argument {index} ('{name}'), "
+        raise TypeError(f"{position} gives an expected value for {what}, "
                         f"which is a {type(arg).__name__}, not an array: put None there")
     if isinstance(want, np.ndarray):
         arr = want
@@ -26,14 +32,35 @@ def _expected_array(position: str, want: Any, arg: Any, index: int, name: str) -
         if arr.dtype.newbyteorder("=") != arg.dtype.newbyteorder("="):
             hint = (" (the reference was computed in double precision)"
                     if arr.dtype == np.float64 and arg.dtype.kind == "f" else "")
-            raise TypeError(f"{position} for argument {index} ('{name}') is {arr.dtype}, but the "
+            raise TypeError(f"{position} for {what} is {arr.dtype}, but the "
                             f"argument is {arg.dtype}{hint}; cast it with .astype(np.{arg.dtype.name})")
     else:
         arr = np.asarray(want, dtype=arg.dtype)
     if arr.size != arg.size:
-        raise ValueError(f"{position} for argument {index} ('{name}') has {arr.size} elements, "
+        raise ValueError(f"{position} for {what} has {arr.size} elements, "
                          f"the argument has {arg.size}")
     return arr.reshape(arg.shape)
+
+
+def check_reference_signature(reference: Callable[..., Any], count: int,
+                              names: Sequence[str]) -> None:
+    """TypeError, saying how to write it, when ``reference`` cannot be called as
+    ``reference(config, *args)`` with ``count`` kernel arguments: the usual slip is the
+    Kernel-Tuner-like ``lambda a, b, c: ...`` without the configuration."""
+    try:
+        sig = inspect.signature(reference)
+    except (TypeError, ValueError):  # a builtin or C callable: call it and see
+        return
+    try:
+        sig.bind({}, *range(count))
+    except TypeError:
+        takes = ", ".join(str(p) for p in sig.parameters.values())
+        wanted = ", ".join(["config"] + [n or f"arg{i}" for i, n in enumerate(names)])
+        plural = "s" if count != 1 else ""
+        raise TypeError(f"the reference is called as reference(config, *args): the configuration "
+                        f"and the kernel's {count} argument{plural}, {count + 1} in all; it is "
+                        f"reference({takes}), so write it as def reference({wanted}): ..."
+                        ) from None
 
 
 @dataclass
@@ -66,6 +93,7 @@ class Verification:
         if self.answer is not None:
             raw, position = list(self.answer), "answer"
         elif self.reference is not None:
+            check_reference_signature(self.reference, len(args), names)
             copies = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
             raw, position = list(self.reference(config, *copies)), "the reference's result"
         else:

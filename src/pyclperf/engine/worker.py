@@ -127,6 +127,9 @@ def main(argv: list[str]) -> int:
     # Ctrl-C at a terminal reaches the whole process group; the sweep decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
+    from . import console
+
+    console.CAPTURE = False  # this process's stderr is its log, read per configuration
     fd_in, fd_out = int(argv[1]), int(argv[2])
     server = Server()
     while True:
