@@ -34,7 +34,9 @@ HUGE = {f"P{i}": list(range(10)) for i in range(9)}
 FILL = "__kernel void fill(__global float* a) { a[get_global_id(0)] = (float)(P0 + P8); }"
 NESTED = "(((((2**64)**64)**64)**64)**64)**64 > 0"
 NESTED_X = "(((((x * 2**63)**64)**64)**64)**64)**64 > 0"     # the same, through a parameter
-SRC = Path(__file__).resolve().parents[1] / "src"
+# Where this process found pyclperf (the source tree, or an installed copy with its _core):
+# the fresh interpreters import the same one.
+SRC = Path(pyclperf.__file__).resolve().parents[1]
 
 
 def _python(code: str, timeout: float) -> subprocess.CompletedProcess[str]:
