@@ -98,3 +98,15 @@ def test_energy_per_byte_and_bandwidth_per_watt():
     got = energy_columns(cols, bytes_moved=4e9, gbps=4000.0)
     assert got == {"j_per_gb": pytest.approx(0.5), "gbps_per_w": pytest.approx(10.0)}
     assert energy_columns({"energy_j": 0.0, "mean_power_w": None}, 4e9, 4000.0) == {}
+
+
+def test_the_report_says_when_points_were_not_taken_at_full_speed():
+    from pyclperf.report import conditions_warnings
+
+    rows = [{"conditions": "throttled (software power cap); SM clock 1395 of 1980 MHz"},
+            {"conditions": ""}, {"cache_resident": True}]
+    said = conditions_warnings(rows)
+    assert said[0].startswith("1 of 3 points were taken while the GPU was not at full speed")
+    assert "throttled" in said[0]
+    assert said[1].startswith("1 of 3 points were timed warm")
+    assert conditions_warnings([{"conditions": ""}]) == []

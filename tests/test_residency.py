@@ -85,3 +85,19 @@ def test_nvml_conditions_reach_the_row(ctx, rng, monkeypatch):
     assert "throttled (software power cap)" in row["conditions"]
     assert "SM clock 1395 of 1980 MHz" in row["conditions"]
     assert row["energy_j"] > 0 and row["energy_per_launch_j"] > 0
+
+
+def test_experiment_rows_carry_the_conditions_too(ctx, monkeypatch):
+    import pyclperf
+
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml(others=(424242,)))
+    monkeypatch.setattr(conditions, "_initialised", None)
+    h200 = type("Info", (), {"name": "NVIDIA H200", "vendor": "NVIDIA",
+                             "platform_name": "NVIDIA CUDA"})()
+    monkeypatch.setattr("pyclperf.experiments.base.conditions_of",
+                        lambda c: conditions.Conditions.for_device(h200))
+    res = pyclperf.run("offset", ctx, values=[0, 1], warmup=1, repeats=3)
+    for row in res.rows:
+        assert row["sm_clock_mhz"] == 1980 and row["temperature_c"] == 51
+        assert "1 other process(es) on the GPU (pid 424242)" in row["conditions"]
+        assert row["j_per_gb"] > 0 and row["gbps_per_w"] > 0

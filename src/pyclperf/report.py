@@ -90,6 +90,22 @@ def _device_block(results: Results) -> str:
     return f"<details><summary>device details</summary><table>{rows}</table></details>"
 
 
+def conditions_warnings(rows: Sequence[dict]) -> list[str]:
+    """What the report says about points taken while the GPU was not at full speed or not
+    alone (engine.conditions' flag), and about points timed warm from cache."""
+    out = []
+    flagged = [r for r in rows if isinstance(r, dict) and r.get("conditions")]
+    if flagged:
+        kinds = sorted({str(r["conditions"]).split(" (")[0].split(";")[0] for r in flagged})
+        out.append(f"{len(flagged)} of {len(rows)} points were taken while the GPU was not at full "
+                   f"speed or not alone ({'; '.join(kinds)}): their figures are not the device's best")
+    warm = [r for r in rows if isinstance(r, dict) and r.get("cache_resident")]
+    if warm:
+        out.append(f"{len(warm)} of {len(rows)} points were timed warm with a working set the caches "
+                   "may hold: their figures may be the cache's (cold=True times them from memory)")
+    return out
+
+
 def render_html(all_results: Sequence[Results], title: str = "pyclperf report") -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
@@ -107,7 +123,7 @@ def render_html(all_results: Sequence[Results], title: str = "pyclperf report") 
             parts.append(f"<img alt='{html.escape(res.experiment)} plot' src='data:image/png;base64,{png}'>")
         if m.get("conclusion"):
             parts.append(f"<p class='conclusion'>{html.escape(str(m['conclusion']))}</p>")
-        for warning in m.get("load_warnings", []):
+        for warning in m.get("load_warnings", []) + conditions_warnings(res.rows):
             parts.append(f"<p class='meta'>warning: {html.escape(str(warning))}</p>")
         parts.append(table_html(res))
         parts.append(_device_block(res))

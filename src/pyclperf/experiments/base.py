@@ -29,6 +29,8 @@ import numpy as np
 
 from .. import _core
 from ..clocks import Timing, check_method, event_clock, timing_for
+from ..engine.conditions import energy_columns
+from ..engine.residency import conditions_of
 from ..engine.timing import time_adaptively
 from ..peak import PeakBandwidth, theoretical
 from ..plausible import cache_allowance, ceiling_problem, clock_problem, flag
@@ -251,18 +253,25 @@ class Experiment(Sweep):
         for kernel, g, l in launch.steps:
             check_launch(self.id, kernel, g, l)
         passed, detail = True, "not verified"
+        watch = conditions_of(self.ctx)  # the GPU's clocks and power, where NVML knows it
         try:
             if verify:
                 result = self.check(point, launch)
                 passed, detail = result.passed, result.detail
                 row.update(result.columns)
+            if watch is not None:
+                watch.begin()
             times = time_launch(launch, warmup=warmup, repeats=repeats, method=method,
                                 min_time_s=self.min_time_s)
         except _core.ClError as exc:
             # The driver refused or aborted the launch (a kernel's own work-group limit, say):
             # the row keeps what the launch declared and says what OpenCL answered.
             return {**row, "status": classify(exc), "verified": False, "error": str(exc)}
+        if watch is not None:
+            row.update(watch.end())
         row.update(timed_row(times, launch.nbytes, method))
+        if watch is not None:
+            row.update(energy_columns(row, launch.nbytes * len(times), row.get("gbps")))
         if launch.ops is not None:  # e.g. "flops", "gflops" (per second, median), "gflops_best"
             unit = launch.ops_unit
             row[unit] = int(launch.ops)
