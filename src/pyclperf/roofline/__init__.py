@@ -15,7 +15,8 @@ when a figure is drawn.
 
 from __future__ import annotations
 
+from .explaining import Explanation, explain
 from .plot import plot_roofline
 from .profiling import Profile, Roof, profile
 
-__all__ = ["Profile", "Roof", "plot_roofline", "profile"]
+__all__ = ["Explanation", "Profile", "Roof", "explain", "plot_roofline", "profile"]
