@@ -350,6 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--dry-run", action="store_true", help="check the spec and show what would run")
     t.set_defaults(func=cmd_tune)
     add_guide_parser(sub, raw)
+    from pyclperf.roofline.cli import add_parsers as add_roofline_parsers
+
+    add_roofline_parsers(sub, raw, _device_option, EXIT_CODES)
     return p
 
 

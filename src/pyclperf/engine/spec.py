@@ -27,8 +27,12 @@ Format (paths are relative to the spec file's folder; only the first five keys a
       "out": "copy_tune.jsonl", "cache": "copy_cache.json", "t4": "copy_t4.json"
     }
 
-``reference`` kinds: ``copy`` (after the kernel, argument ``to`` must equal the initial ``from``)
-and ``npy`` (argument ``arg`` must equal the array in the .npy file ``path``). Random fills are
+``reference`` kinds: ``copy`` (after the kernel, argument ``to`` must equal the initial ``from``),
+``npy`` (argument ``arg`` must equal the array in the .npy file ``path``), ``expression``
+(argument ``arg`` must equal an elementwise expression of the other arguments by name, e.g.
+``{"kind": "expression", "arg": "c", "expression": "a + b"}``, evaluated by the restrictions'
+safe evaluator in the arguments' own dtypes) and ``matmul`` (argument ``to`` must equal ``a``
+times ``b``, 2-D arrays given a ``shape``, computed in float64). Random fills are
 seeded with ``data_seed`` (default 0), so two runs tune on the same data. Metric expressions use
 the same safe evaluator as restrictions (engine.restrictions). ``parse_spec`` checks everything
 and raises SpecError with a one-line message on the first problem.
@@ -170,7 +174,7 @@ def _arg_index(ref: Any, names: list[str], key: str) -> int:
 def _reference(ref: Any, args: list[Any], names: list[str], folder: Path) -> list[Any]:
     """The ``answer`` list: expected contents of the checked argument, None elsewhere."""
     if not isinstance(ref, dict) or "kind" not in ref:
-        raise _fail("'reference' must be an object with a 'kind' (copy or npy)")
+        raise _fail("'reference' must be an object with a 'kind' (copy, npy, expression or matmul)")
     answer: list[Any] = [None] * len(args)
     if ref["kind"] == "copy":
         if set(ref) != {"kind", "from", "to"}:
@@ -187,8 +191,29 @@ def _reference(ref: Any, args: list[Any], names: list[str], folder: Path) -> lis
             answer[i] = np.load(folder / str(ref["path"]), allow_pickle=False)
         except OSError as e:
             raise _fail(f"reference file: {e}") from None
+    elif ref["kind"] == "expression":
+        if set(ref) != {"kind", "arg", "expression"}:
+            raise _fail("reference kind 'expression' takes exactly 'arg' and 'expression'")
+        i = _arg_index(ref["arg"], names, "arg")
+        if not isinstance(args[i], np.ndarray):
+            raise _fail("reference 'expression' needs an array argument as 'arg'")
+        env = {n: a for n, a in zip(names, args) if isinstance(a, (np.ndarray, np.generic))}
+        try:
+            value = compile_expression(ref["expression"], list(env), what="reference expression")(env)
+            answer[i] = np.broadcast_to(np.asarray(value), args[i].shape).astype(args[i].dtype)
+        except (ValueError, TypeError, ArithmeticError) as e:
+            raise _fail(str(e)) from None
+    elif ref["kind"] == "matmul":
+        if set(ref) != {"kind", "a", "b", "to"}:
+            raise _fail("reference kind 'matmul' takes exactly 'a', 'b' and 'to'")
+        a, b, c = (args[_arg_index(ref[k], names, k)] for k in ("a", "b", "to"))
+        if not all(isinstance(x, np.ndarray) and x.ndim == 2 for x in (a, b, c)) or \
+                a.shape[1] != b.shape[0] or c.shape != (a.shape[0], b.shape[1]):
+            raise _fail("reference 'matmul' needs 2-D arrays a (M x K), b (K x N) and to (M x N): "
+                        "give them a 'shape'")
+        answer[_arg_index(ref["to"], names, "to")] = (a.astype(np.float64) @ b.astype(np.float64)).astype(c.dtype)
     else:
-        raise _fail(f"unknown reference kind {ref['kind']!r} (copy or npy)")
+        raise _fail(f"unknown reference kind {ref['kind']!r} (copy, npy, expression or matmul)")
     return answer
 
 
