@@ -78,7 +78,7 @@ def plot_roofline(source: Any, points: Sequence[Point] = (), *, ax: Any = None,
     ax.set_ylabel(unit)
     ax.set_title(title or _title(source), fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left")  # above the roofs: nothing can be drawn there
     return fig
 
 

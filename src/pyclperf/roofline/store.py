@@ -128,6 +128,9 @@ def structural_problem(data: Any) -> str:
 def validate(data: Any) -> str:
     """Check a profile; returns how ("jsonschema" or "structural check"). ProfileError with
     the first problem otherwise."""
+    if isinstance(data, dict) and data.get("schema") != SCHEMA:
+        raise ProfileError(f"schema {data.get('schema')!r}, want {SCHEMA!r} (a profile of another "
+                           "pyclperf version: measure again)")
     try:
         import jsonschema  # type: ignore[import-untyped]
     except ImportError:
