@@ -130,7 +130,9 @@ class Profile:
             parts = [f"{level['name']} {size_text(level['size_bytes'])} (from {' and '.join(level['found_from'])}"
                      f", between {size_text(level['bracket_bytes'][0])} and {size_text(level['bracket_bytes'][1])})"]
             if usable(level.get("read")):
-                parts.append(f"read {level['read']['value']:,.1f} GB/s")
+                slow = level["read"]["value"] <= (self.value("dram_read") or 0.0)
+                parts.append(f"read {level['read']['value']:,.1f} GB/s"
+                             + (" (no faster than DRAM read: no roof)" if slow else ""))
             if usable(level.get("latency")):
                 parts.append(f"latency {level['latency']['value']:.1f} ns")
             lines.append("    " + ", ".join(parts))
