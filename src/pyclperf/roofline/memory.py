@@ -29,7 +29,7 @@ from ..experiments.workingset import WorkingSet, default_sizes, pow2_floor
 from ..results import OK
 from ..stats import MiB
 from . import knees as K
-from .record import Effort, Figure, from_row, guarded, rate, timings
+from .record import Effort, Figure, from_row, guarded, missing, rate, timings
 
 AGREE = 1.15  # read_any and ws_read must agree this closely to share a curve
 MAX_REFINED = 3  # knees refined per curve, the largest steps first (each costs a few points)
@@ -233,9 +233,8 @@ class CacheSweep:
                 "n": len(on), "range_pct": 100.0 * (plateau.spread - 1.0),
                 "sizes": [int(plateau.low_size), int(plateau.high_size)]}
 
-    def levels(self) -> tuple[list[dict[str, Any]], dict[str, Figure]]:
-        """The cache levels, smallest first, and the figures of the curves' last plateaus
-        (what lies beyond the last cache: DRAM)."""
+    def levels(self) -> list[dict[str, Any]]:
+        """The cache levels, smallest first."""
         bw, lat = self.knees("read"), self.knees("chase")
         out = []
         for i, (b, l) in enumerate(K.match(bw, lat)):
@@ -252,25 +251,35 @@ class CacheSweep:
                 level["read_note"] = ("no step in the read curve here: the read kernel runs at "
                                       "the next level's rate, so this level adds no roof")
             out.append(level)
-        beyond: dict[str, Figure] = {}
-        for kind, found, key in (("read", bw, "read"), ("chase", lat, "latency")):
-            if found:
-                beyond[key] = self.plateau_figure(kind, found[-1].after)
-            else:
-                sizes, values = self.curve(kind)
-                flat = K.plateaus(sizes, values, lower_is_better=kind == "chase") if len(sizes) >= 2 else []
-                if flat:
-                    beyond[key] = self.plateau_figure(kind, flat[-1])
-        return out, beyond
+        return out
+
+    def dram_latency(self) -> Figure:
+        """Load latency past every cache: the chase curve's last plateau where it reaches the
+        largest working set measured, else the median of the three largest (a tail too noisy or
+        still rising for a plateau)."""
+        sizes, values = self.curve("chase")
+        if not sizes:
+            return missing("ns", "workingset chase", "no verified chase point", "failed")
+        flat = K.plateaus(sizes, values, lower_is_better=True) if len(sizes) >= 2 else []
+        if flat and flat[-1].last == len(sizes) - 1:
+            return self.plateau_figure("chase", flat[-1])
+        top = sorted(values[-3:])
+        rows = [self.chase[s] for s in sizes[-3:]]
+        spreads = sorted(float(r["spread_pct"]) for r in rows if r.get("spread_pct") is not None)
+        return {"value": top[len(top) // 2], "unit": "ns", "status": OK, "n": len(top),
+                "how": (f"dependent-load latency (workingset ws_chase, one work-item): median of the "
+                        f"{len(top)} largest working sets, {_size(sizes[-len(top)])} to "
+                        f"{_size(sizes[-1])} (no plateau there); OpenCL event times"),
+                "spread_pct": spreads[len(spreads) // 2] if spreads else None,
+                "range_pct": 100.0 * (top[-1] / top[0] - 1.0)}
 
 
 def caches(ctx: Any, effort: Effort, top: int | None = None) -> dict[str, Any]:
-    """Curves, levels and what lies beyond them (see CacheSweep)."""
+    """Curves, levels and the DRAM load latency (see CacheSweep)."""
     sweep = CacheSweep(ctx, effort, cache_sizes(ctx.info, top))
     sweep.sweep()
     sweep.refine()
-    levels, beyond = sweep.levels()
-    return {"levels": levels, "beyond": beyond,
+    return {"levels": sweep.levels(), "dram_latency": sweep.dram_latency(),
             "curves": {"read": sweep.points("read"), "chase": sweep.points("chase"),
                        "grid": sweep.exp.grid, "local_size": sweep.exp.local_size,
                        "chase_steps": sweep.exp.steps, "min_bytes": sweep.exp.min_bytes,

@@ -231,13 +231,10 @@ def _unit(name: str) -> str:
 
 
 def _caches(ctx: Any, effort: Effort, found: dict[str, Any]) -> None:
-    """The cache levels and curves into ``found``, with the DRAM load latency: the chase
-    curve's plateau past the last cache."""
+    """The cache levels and curves into ``found``, with the DRAM load latency."""
     swept = memory.caches(ctx, effort)
     found["caches"], found["curves"] = swept["levels"], swept["curves"]
-    found["ceilings"]["dram_latency"] = swept["beyond"].get("latency") or missing(
-        "ns", "workingset chase (dependent loads, one work-item)",
-        "the chase curve has no plateau past its last knee", "failed")
+    found["ceilings"]["dram_latency"] = swept["dram_latency"]
 
 
 def profile(ctx: Any = None, *, quick: bool = False, refresh: bool = False,
