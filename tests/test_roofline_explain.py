@@ -92,6 +92,11 @@ def test_explain_on_the_readme_vector_addition_spec(roofline_env, tmp_path, caps
                      "--out", str(figure)]) == 0
     again = capsys.readouterr()
     assert "chosen configuration block_size_x=64" in again.out and "tuning" not in again.err
+    # The same from Python, on the spec: its results file read, its kernel's arguments counted.
+    found = pyclperf.explain(str(spec), quick=True)
+    fastest = min(stored.rows, key=lambda r: r["time_ms"])
+    assert found.best and found.config == {"block_size_x": fastest["block_size_x"]}
+    assert found.bytes == 3 * 4 * 1048576 and found.bytes_how.startswith("a, b read once")
 
 
 def test_explain_on_a_tiled_matrix_product_with_flops(roofline_env, tmp_path, capsys):

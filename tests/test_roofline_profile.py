@@ -176,3 +176,36 @@ def test_reads_between_powers_of_two_are_verified(ctx):
     sweep._any = ctx.program(source=short).kernel("read_any")
     bad = sweep.read_any(48 * KiB + 192)
     assert bad["status"] == "wrong result" and "total of the work-item sums" in bad["error"]
+
+
+@pytest.mark.memcheck
+@pytest.mark.skipif(__import__("pyclperf._icd", fromlist=["x"]).find_oclgrind() is None,
+                    reason="Oclgrind is not installed (apt-get install oclgrind, or pip install "
+                           "'pyclperf[memcheck]')")
+def test_the_profile_kernels_on_oclgrind():
+    """Every kernel of ceilings.cl at a tiny size on the simulated device: no access out of
+    bounds, no race, no uninitialised value; and the check can fail."""
+    from pyclperf.engine import oclgrind
+    from pyclperf.engine.memcheck import memcheck
+    from pyclperf.sources import kernel_source
+
+    source = kernel_source("ceilings.cl")
+    chains = {"CHAINS": 1, "ACC": 4, "UNROLL": 16}
+    cases = [
+        ("chains", {**chains, "FP32": 1, "T": "float", "V": 2},
+         [np.arange(128, dtype=np.float32), np.float32(1), np.float32(1), np.uint32(2),
+          np.zeros(128, np.float32)], 64, 32),
+        ("chains", {**chains, "INT": 1, "T": "uint", "V": 1},
+         [np.arange(64, dtype=np.uint32), np.uint32(3), np.uint32(5), np.uint32(2),
+          np.zeros(64, np.uint32)], 64, 32),
+        ("local_reads", {"LOCAL_READS": 1, "LT": "uint4", "WG": 32, "UNROLL": 16},
+         [np.arange(4 * 64, dtype=np.uint32), np.uint32(3), np.zeros(4 * 64, np.uint32)], 64, 32),
+        ("stamp", {}, [np.zeros(1, np.uint32), np.uint32(7)], 1, 1),
+        ("read_any", {}, [np.arange(100, dtype=np.uint32), np.uint32(100), np.uint32(5),
+                          np.zeros(64, np.uint32)], 64, 32),
+    ]
+    for name, defines, args, g, local in cases:
+        assert memcheck(source, name, args, g, local, defines=defines, timeout_s=120) == [], name
+    found = memcheck(source, "read_any", [np.arange(100, dtype=np.uint32), np.uint32(101),
+                                          np.uint32(5), np.zeros(64, np.uint32)], 64, 32)
+    assert found and found[0].kind == oclgrind.OUT_OF_BOUNDS and found[0].argument == "src", found

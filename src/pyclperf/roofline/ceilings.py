@@ -45,10 +45,15 @@ PRECISIONS = {p.name: p for p in (
     Precision("fp16", "half", np.float16, "cl_khr_fp16", "FP16", "GFLOP/s"),
     Precision("int32", "uint", np.uint32, "", "INT", "Gop/s"),
 )}
-# Vector widths tried: the fastest differs between vendors (packed half2 on NVIDIA, wide
-# vectors where a CPU compiler does not vectorise across work-items).
-WIDTHS_FULL = {"fp32": (1, 2, 4), "fp64": (1, 2), "fp16": (2, 4), "int32": (1, 2)}
-WIDTHS_QUICK = {"fp32": (1, 4), "fp64": (1,), "fp16": (2,), "int32": (1,)}
+# Vector widths tried: the fastest differs between devices (scalar on NVIDIA and AMD GPUs,
+# packed half2 for FP16, wide vectors on a CPU device, whose compiler may not vectorise across
+# work-items once the kernel has a loop of its own).
+WIDTHS = {  # (GPU?, quick?) -> precision -> widths
+    (True, False): {"fp32": (1, 2, 4), "fp64": (1, 2), "fp16": (2, 4), "int32": (1, 2)},
+    (True, True): {"fp32": (1, 2), "fp64": (1,), "fp16": (2,), "int32": (1,)},
+    (False, False): {"fp32": (4, 8, 16), "fp64": (2, 4, 8), "fp16": (8, 16), "int32": (4, 8, 16)},
+    (False, True): {"fp32": (8,), "fp64": (4,), "fp16": (8,), "int32": (8,)},
+}
 
 
 def affine_power(m: int, c: int, steps: int) -> tuple[int, int]:
@@ -93,8 +98,8 @@ def chains_figure(ctx: Any, precision: str, width: int, effort: Effort, rng: np.
     p = PRECISIONS[precision]
     groups, local = shape(ctx)
     items = groups * local
-    if steps is None:
-        steps = (1024 if ctx.info.is_gpu else 256) if not effort.quick or ctx.info.is_gpu else 128
+    if steps is None:  # a launch of a fraction of a millisecond on a GPU; shorter on a CPU
+        steps = 1024 if ctx.info.is_gpu else 128 if effort.quick else 256
     steps = min(steps, FP16_STEPS) if precision == "fp16" else steps
     trips = max(1, steps // UNROLL)
     steps = trips * UNROLL
@@ -135,7 +140,7 @@ def chains_figure(ctx: Any, precision: str, width: int, effort: Effort, rng: np.
 def compute(ctx: Any, effort: Effort, rng: np.random.Generator,
             precisions: Sequence[str] = tuple(PRECISIONS)) -> dict[str, Figure]:
     """Each precision's fastest verified vector width."""
-    widths = WIDTHS_QUICK if effort.quick else WIDTHS_FULL
+    widths = WIDTHS[(bool(ctx.info.is_gpu), effort.quick)]
     out = {}
     for name in precisions:
         tried = [chains_figure(ctx, name, w, effort, rng) for w in widths[name]]

@@ -77,51 +77,31 @@ def expression(text: str | None, params: Sequence[str], what: str) -> Callable[[
     return lambda config: float(expr(config))
 
 
-def _results_for(spec: Any, kwargs: dict[str, Any], ctx: Any, retune: bool) -> Any:
-    """The spec's results: its results file where it holds this kernel, else a tune run."""
-    import pyclperf
-    from pyclperf.results import Results
-
-    out = kwargs.get("out")
-    if out and Path(out).is_file() and not retune:
-        res = Results.load(out)
-        if res.meta.get("kernel") == kwargs["kernel_name"] and \
-                set(res.meta.get("params") or {}) == set(kwargs["params"]):
-            _say(f"reading {out} ({len(res.rows)} configurations)")
-            return res
-    _say(f"tuning {kwargs['kernel_name']} on {ctx.info.name} first")
-    return pyclperf.tune(ctx=ctx, **kwargs)
-
-
 def cmd_explain(args: argparse.Namespace) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     import pyclperf
-    from pyclperf.engine.inputs import options_text
     from pyclperf.engine.spec import parse_spec
 
-    from .explaining import explain
-    from .profiling import _plain, profile
+    from .explaining import explain_spec
+    from .profiling import _plain
 
-    spec = parse_spec(args.spec)
-    kwargs = dict(spec.kwargs)
-    params = kwargs["params"]
+    spec = parse_spec(args.spec)  # checked before the device is opened
+    params = spec.kwargs["params"]
     config = parse_config(args.config or [], params)
     flops = expression(args.flops, list(params), "--flops")
     nbytes = expression(args.bytes, list(params), "--bytes")
     ctx = pyclperf.Context(args.device)
-    results = _results_for(spec, kwargs, ctx, args.retune)
-    prof = profile(ctx, quick=args.quick, progress=lambda part: _say(f"  profile: measuring {part} ..."))
-    found = explain(results, prof, source=kwargs["source"], args=kwargs["args"],
-                    kernel_name=kwargs["kernel_name"], inout=kwargs.get("inout", ()),
-                    options=options_text("", kwargs.get("compiler_options")), config=config or None,
-                    bytes=nbytes, flops=flops, precision=args.precision, ctx=ctx)
+    found, results = explain_spec(spec.path, config=config or None, bytes=nbytes, flops=flops,
+                                  precision=args.precision, ctx=ctx, quick=args.quick,
+                                  retune=args.retune, say=_say)
     print(found.text())
     figure = Path(args.out or spec.path.with_name(f"{spec.path.stem}-roofline.png"))
     print(f"wrote {found.save_figure(figure)}")
-    if kwargs.get("out") and Path(kwargs["out"]).is_file():
+    out = spec.kwargs.get("out")
+    if out and Path(out).is_file():
         results.meta["explain"] = _plain(found.as_dict())
-        results.to_json(kwargs["out"])
-        print(f"stored the explanation in {kwargs['out']} (pyclperf report shows it)")
+        results.to_json(out)
+        print(f"stored the explanation in {out} (pyclperf report shows it)")
     return 0
 
 

@@ -201,13 +201,17 @@ def explain(results: Results | str | os.PathLike[str], profile: Profile | None =
             config: Config | None = None, bytes: Callable[[Config], float] | None = None,
             flops: Callable[[Config], float] | None = None, precision: str = "fp32",
             ctx: Any = None, quick: bool = False) -> Explanation:
-    """Explain a tune run (Results, or its .jsonl file) on the device's profile (default: the
+    """Explain a tune run (Results, its .jsonl file, or a tune spec's .json: see explain_spec)
+    on the device's profile (default: the
     cached one, else measured now; ``quick`` measures a quick one). The bytes come from the
     kernel's argument qualifiers (``source``, ``args`` and ``inout`` as given to tune) unless
     ``bytes(config)`` is given; FLOPs from ``flops(config)`` (in ``precision``: fp32, fp64,
     fp16 or int32). ``config`` picks a configuration (default: the fastest verified one)."""
     from . import profiling
 
+    if not isinstance(results, Results) and str(results).endswith(".json"):
+        return explain_spec(results, profile, config=config, bytes=bytes, flops=flops,
+                            precision=precision, ctx=ctx, quick=quick)[0]
     res = results if isinstance(results, Results) else Results.load(results)
     rows, verified = _rows(res)
     params = list(res.meta.get("params") or res.meta.get("tune_params") or {})
@@ -271,4 +275,46 @@ def explain(results: Results | str | os.PathLike[str], profile: Profile | None =
         memory_roofs=profile.memory_roofs(), compute_roofs=profile.compute_roofs())
 
 
-__all__ = ["Explanation", "draw", "explain", "memory_roof", "sensitivity"]
+def spec_results(kwargs: dict[str, Any], ctx: Any, retune: bool = False,
+                 say: Callable[[str], None] = lambda text: None) -> Results:
+    """A parsed tune spec's results: its results file (``out``) where that holds the spec's
+    kernel and parameters, else a tune run now (which writes that file)."""
+    import pyclperf
+
+    out = kwargs.get("out")
+    if out and Path(out).is_file() and not retune:
+        res = Results.load(out)
+        if res.meta.get("kernel") == kwargs["kernel_name"] and \
+                set(res.meta.get("params") or {}) == set(kwargs["params"]):
+            say(f"reading {out} ({len(res.rows)} configurations)")
+            return res
+    say(f"tuning {kwargs['kernel_name']} on {ctx.info.name} first")
+    return pyclperf.tune(ctx=ctx, **kwargs)
+
+
+def explain_spec(spec: str | os.PathLike[str], profile: Profile | None = None, *,
+                 config: Config | None = None, bytes: Callable[[Config], float] | None = None,
+                 flops: Callable[[Config], float] | None = None, precision: str = "fp32",
+                 ctx: Any = None, quick: bool = False, retune: bool = False,
+                 say: Callable[[str], None] = lambda text: None) -> tuple[Explanation, Results]:
+    """Explain a tune spec (as ``pyclperf tune`` takes): its results file, or a tune run
+    first; the kernel's source, arguments, ``inout`` and compiler options from the spec."""
+    from ..context import Context
+    from ..engine.inputs import options_text
+    from ..engine.spec import parse_spec
+    from . import profiling
+
+    kwargs = dict(parse_spec(spec).kwargs)
+    ctx = Context() if ctx is None else ctx
+    results = spec_results(kwargs, ctx, retune, say)
+    if profile is None:
+        profile = profiling.profile(ctx, quick=quick, progress=lambda part: say(f"  profile: measuring {part} ..."))
+    found = explain(results, profile, source=kwargs["source"], args=kwargs["args"],
+                    kernel_name=kwargs["kernel_name"], inout=kwargs.get("inout", ()),
+                    options=options_text("", kwargs.get("compiler_options")), config=config,
+                    bytes=bytes, flops=flops, precision=precision, ctx=ctx)
+    return found, results
+
+
+__all__ = ["Explanation", "draw", "explain", "explain_spec", "memory_roof", "sensitivity",
+           "spec_results"]

@@ -124,9 +124,11 @@ class CacheSweep:
 
     def __init__(self, ctx: Any, effort: Effort, sizes: Sequence[int]) -> None:
         self.ctx, self.effort = ctx, effort
-        groups = pow2_floor(8 * int(ctx.info.compute_units))  # one wave of 256-item groups
+        # One wave: 8 groups of (up to) 256 work-items per compute unit, all resident at once.
+        local = min(256, pow2_floor(int(ctx.info.max_work_group_size)))
+        groups = pow2_floor(8 * int(ctx.info.compute_units) * 256 // local)
         self.exp = WorkingSet(ctx, sizes=list(sizes), kinds=["read", "chase"], passes=1,
-                              groups=groups)
+                              groups=groups, local_size=local)
         self.exp.min_time_s = effort.min_time_s
         self.read: dict[int, dict[str, Any]] = {}
         self.chase: dict[int, dict[str, Any]] = {}
