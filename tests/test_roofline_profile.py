@@ -209,3 +209,22 @@ def test_the_profile_kernels_on_oclgrind():
     found = memcheck(source, "read_any", [np.arange(100, dtype=np.uint32), np.uint32(101),
                                           np.uint32(5), np.zeros(64, np.uint32)], 64, 32)
     assert found and found[0].kind == oclgrind.OUT_OF_BOUNDS and found[0].argument == "src", found
+
+
+def test_a_part_the_driver_refuses_costs_that_part_only(ctx, monkeypatch):
+    from pyclperf import InvalidArgumentError
+    from pyclperf.roofline import memory, profiling
+
+    def refused(*args, **kwargs):
+        raise InvalidArgumentError("refused by the driver (a test's stand-in)")
+
+    monkeypatch.setattr(memory, "caches", refused)
+    found = profiling.measure(ctx, quick=True, parts=("launch", "caches"))
+    assert found.data["failed_parts"] == {"caches": "InvalidArgumentError: refused by the driver (a test's stand-in)"}
+    assert found.ceilings["dram_latency"]["status"] == "failed"
+    assert "refused by the driver" in found.ceilings["dram_latency"]["reason"]
+    assert found.ceilings["launch_latency"]["status"] == "ok"
+    assert found.ceilings["fp32"]["status"] == "skipped" and "not measured" in found.ceilings["fp32"]["reason"]
+    store.validate(found.data)
+    with pytest.raises(ValueError, match="unknown profile part"):
+        profiling.measure(ctx, quick=True, parts=("caches", "magic"))

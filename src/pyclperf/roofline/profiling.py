@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import _core
 from . import ceilings, memory, store
 from .memory import size_text
 from .record import Effort, Figure, missing, usable
@@ -190,6 +191,7 @@ def measure(ctx: Any, quick: bool = False, progress: Callable[[str], None] | Non
     start = time.monotonic()
     found: dict[str, Any] = {"ceilings": {}, "caches": [], "curves": {"read": [], "chase": []}}
     took: dict[str, float] = {}
+    failed: dict[str, str] = {}  # part -> the error that stopped it
     steps: dict[str, Callable[[], None]] = {
         "launch": lambda: found["ceilings"].update(launch_latency=ceilings.launch_latency(ctx, effort, rng)),
         "compute": lambda: found["ceilings"].update(ceilings.compute(ctx, effort, rng)),
@@ -204,12 +206,17 @@ def measure(ctx: Any, quick: bool = False, progress: Callable[[str], None] | Non
         if progress is not None:
             progress(part)
         began = time.monotonic()
-        steps[part]()
+        try:
+            steps[part]()
+        except (_core.PyclperfError, MemoryError) as exc:  # the driver refused: that part only
+            failed[part] = f"{type(exc).__name__}: {exc}"
         took[part] = time.monotonic() - began
     for name in store.schema()["properties"]["ceilings"]["required"]:
-        found["ceilings"].setdefault(name, missing(_unit(name), "not measured in this profile",
-                                                   "part not measured (profile parts: "
-                                                   f"{', '.join(parts)})"))
+        part = _part_of(name)
+        found["ceilings"].setdefault(name, missing(
+            _unit(name), f"the profile's {part} part",
+            failed[part] if part in failed else f"not measured (profile parts: {', '.join(parts)})",
+            "failed" if part in failed else "skipped"))
     meta = base_meta(ctx)
     data = {"schema": store.SCHEMA, "created": meta["created"],
             "pyclperf_version": meta["versions"]["pyclperf"], "quick": bool(quick),
@@ -220,8 +227,17 @@ def measure(ctx: Any, quick: bool = False, progress: Callable[[str], None] | Non
                          "global_mem_cacheline_bytes": int(info.global_mem_cacheline_bytes),
                          "local_mem_bytes": int(info.local_mem_bytes),
                          "local_mem_is_dedicated": bool(info.local_mem_is_dedicated)},
-            "curves": found["curves"], "timings": took}
+            "curves": found["curves"], "timings": took,
+            **({"failed_parts": failed} if failed else {})}
     return Profile(_plain(data))
+
+
+def _part_of(name: str) -> str:
+    """Which part of the profile measures ceiling ``name``."""
+    if name in ceilings.PRECISIONS:
+        return "compute"
+    return {"launch_latency": "launch", "local": "local", "dram_latency": "caches"}.get(
+        name, "dram" if name.startswith("dram") else "transfers")
 
 
 def _unit(name: str) -> str:
