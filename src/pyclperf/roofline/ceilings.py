@@ -24,6 +24,7 @@ from ..checks import compare, poison_device
 from .record import Effort, Figure, best_of, guarded, latency, missing, rate, timings
 
 UNROLL = 16
+UNROLL_GPU = 64  # 512 multiply-adds per loop trip: the loop's own instructions cost ~1%
 ACC = 8
 X_LIMIT = 64  # chain inputs are integers below this
 FP16_STEPS = 1024  # half holds integers up to 2048 exactly: 64 + 8 + 1024 stays below
@@ -98,11 +99,13 @@ def chains_figure(ctx: Any, precision: str, width: int, effort: Effort, rng: np.
     p = PRECISIONS[precision]
     groups, local = shape(ctx)
     items = groups * local
-    if steps is None:  # a launch of a fraction of a millisecond on a GPU; shorter on a CPU
-        steps = 1024 if ctx.info.is_gpu else 128 if effort.quick else 256
+    gpu = bool(ctx.info.is_gpu)
+    if steps is None:  # FP32 on a GPU: about half a millisecond, so the grid's ramp weighs ~1%
+        steps = (1024 if effort.quick else 4096) if gpu else (128 if effort.quick else 256)
     steps = min(steps, FP16_STEPS) if precision == "fp16" else steps
-    trips = max(1, steps // UNROLL)
-    steps = trips * UNROLL
+    unroll = UNROLL_GPU if gpu else UNROLL  # a long straight run of FMAs per loop trip on a GPU
+    trips = max(1, steps // unroll)
+    steps = trips * unroll
     how = (f"kernels/ceilings.cl chains: {ACC} independent {p.type}{'' if width == 1 else width} "
            f"multiply-add chains of {steps} steps per work-item, {groups} work-groups of {local}; "
            "2 operations per multiply-add; OpenCL event times")
@@ -110,7 +113,7 @@ def chains_figure(ctx: Any, precision: str, width: int, effort: Effort, rng: np.
         return missing(p.unit, how, f"the device does not claim {p.extension}")
 
     def measure() -> Figure:
-        defines = {"CHAINS": 1, p.define: 1, "T": p.type, "V": width, "ACC": ACC, "UNROLL": UNROLL}
+        defines = {"CHAINS": 1, p.define: 1, "T": p.type, "V": width, "ACC": ACC, "UNROLL": unroll}
         kernel = ctx.program(file="ceilings.cl", defines=defines).kernel("chains")
         lanes = items * width
         x = rng.integers(0, X_LIMIT, size=lanes).astype(p.dtype)
