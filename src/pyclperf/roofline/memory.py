@@ -7,11 +7,13 @@
 * Cache levels: the ``workingset`` experiment's read and dependent-load (chase) curves over
   working sets of 4 KiB up to far past the last cache, every point verified, on a grid of one
   wave (every work-item resident at once, so a repeated sweep's reuse distance is the whole
-  set). Knees are found in both curves (knees.py), measured again between the points around
-  each knee (reads of any size with ceilings.cl's read_any; chases of any size with the
-  experiment's own kernel), and found once more. A bandwidth knee and a latency knee within a
-  factor of 2.5 of each other are one level, sized by the bandwidth knee; each level gets the
-  read bandwidth and load latency of its plateau.
+  set); on a GPU the chase stops at half the largest read set (each chase point draws a random
+  cycle over its set twice, seconds of host time at 256 MiB). Knees are found in both curves
+  (knees.py), measured again between the points around each knee (reads of any size with
+  ceilings.cl's read_any; chases of any size with the experiment's own kernel, only for a knee
+  no read knee sizes), and found once more. A bandwidth knee and a latency knee within a factor
+  of 2.5 of each other are one level, sized by the bandwidth knee; each level gets the read
+  bandwidth and load latency of its plateau.
 * Host <-> device: the ``transfer`` experiment's rig, pinned and pageable, both directions.
 """
 
@@ -34,6 +36,7 @@ from .record import Effort, Figure, from_row, guarded, missing, rate, timings
 AGREE = 1.15  # read_any and ws_read must agree this closely to share a curve
 FINAL_TIME = 5  # the chosen shape's figure is timed this many times longer than the search
 MAX_REFINED = 3  # knees refined per curve, the largest steps first (each costs a few points)
+MATCH = 2.5  # a bandwidth knee and a latency knee this close in size are one level
 
 
 def dram_bytes(info: Any, quick: bool) -> int:
@@ -136,6 +139,10 @@ class CacheSweep:
         self.exp = WorkingSet(ctx, sizes=list(sizes), kinds=["read", "chase"], passes=1,
                               groups=groups, local_size=local)
         self.exp.min_time_s = effort.min_time_s
+        # Each chase point draws a random cycle over the set twice (its launch and its check):
+        # seconds of host time for a 256 MiB set. Half the largest read set still lies well
+        # past a GPU's last cache (an H200's 50 MiB); a CPU device's sets are small anyway.
+        self.chase_top = max(sizes) // 2 if ctx.info.is_gpu and len(sizes) > 8 else max(sizes)
         self.read: dict[int, dict[str, Any]] = {}
         self.chase: dict[int, dict[str, Any]] = {}
         self.rng = np.random.default_rng()
@@ -144,6 +151,8 @@ class CacheSweep:
 
     def sweep(self) -> None:
         for point in self.exp.points():
+            if point["kind"] == "chase" and point["size"] > self.chase_top:
+                continue
             row = _measure(self.exp, point, self.effort, True)
             if point["kind"] == "chase" and row.get("median_ns"):
                 row["latency_ns"] = row["median_ns"] / row["steps"]
@@ -165,8 +174,12 @@ class CacheSweep:
         curve only where it agrees with ws_read at the knee's two ends (within AGREE), since a
         kernel slower on its own account would make a step of its own."""
         steps = 2 if self.effort.quick else 4
+        reads = self.knees("read")
         for kind in ("read", "chase"):
             for knee in sorted(self.knees(kind), key=lambda k: -k.ratio)[:MAX_REFINED]:
+                if kind == "chase" and any(max(r.size / knee.size, knee.size / r.size) <= MATCH
+                                           for r in reads):
+                    continue  # a level the read curve sizes: its latency plateau is enough
                 extra = K.bracket_sizes(knee, steps=steps)
                 if kind == "read" and extra:
                     ends = {int(s): self.read_any(int(s)) for s in (knee.below, knee.above)}
@@ -245,7 +258,7 @@ class CacheSweep:
         """The cache levels, smallest first."""
         bw, lat = self.knees("read"), self.knees("chase")
         out = []
-        for i, (b, l) in enumerate(K.match(bw, lat)):
+        for i, (b, l) in enumerate(K.match(bw, lat, within=MATCH)):
             used = b or l
             assert used is not None
             level = {"name": f"L{i + 1}", "size_bytes": int(round(used.size)),
