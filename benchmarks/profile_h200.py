@@ -16,8 +16,13 @@
    --global-bandwidth --compute-sp"``) and parses its text output; ``--clpeak-output FILE``
    parses a saved one; ``--clpeak-read-gbps`` / ``--clpeak-fp32-gflops`` take the figures.
 
+5. ``pyclperf explain`` on the README's vector addition (examples/vadd.json) and on the tiled
+   matrix product (examples/tiled_matmul.json, n = 1024, ``--flops 2*1024**3``) on that
+   profile: the binding roof and the % of it (``--figures DIR`` keeps the figures).
+
 Prints a table (markdown, for RESULTS.md) and writes every figure to ``--json``. ``--quick``
-profiles quickly (a CPU device's test of this script); ``--skip-cuda`` leaves CUDA out.
+profiles quickly, with n = 256 for the matrix product (a CPU device's test of this script);
+``--skip-cuda`` leaves CUDA out, ``--no-explain`` step 5.
 """
 
 from __future__ import annotations
@@ -219,28 +224,72 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--clpeak-output", default=None, metavar="FILE", help="parse a saved clpeak output")
     ap.add_argument("--clpeak-read-gbps", type=float, default=None, help="clpeak's best global-memory bandwidth")
     ap.add_argument("--clpeak-fp32-gflops", type=float, default=None, help="clpeak's best single-precision compute")
+    ap.add_argument("--no-explain", action="store_true",
+                    help="skip pyclperf explain on examples/vadd.json and examples/tiled_matmul.json")
+    ap.add_argument("--figures", default=None, metavar="DIR", help="keep the explain figures here")
     return ap.parse_args(argv)
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def run_explain(device: str, spec: str, extra: list[str], profiles: Path, work: Path,
+                figures: Path | None, size: int | None = None) -> dict[str, Any]:
+    """``pyclperf explain`` on a copy of an example spec (so no file lands in examples/), on
+    the profile just measured; its headline and figure. ``size`` shrinks a square spec."""
+    for f in EXAMPLES.glob(f"{spec}.*"):
+        (work / f.name).write_text(f.read_text())
+    path = work / f"{spec}.json"
+    if size is not None:  # n x n matrices: every 1024 in the spec becomes ``size``
+        path.write_text(path.read_text().replace("1024", str(size)))
+        extra = [e.replace("1024", str(size)) for e in extra]
+    figure = (figures or work) / f"{spec}-roofline.png"
+    cmd = [sys.executable, "-m", "pyclperf", "explain", str(path), "--device", device,
+           "--out", str(figure), *extra]
+    began = time.monotonic()
+    done = subprocess.run(cmd, capture_output=True, text=True,
+                          env={**os.environ, "PYCLPERF_PROFILES": str(profiles), "MPLBACKEND": "Agg"})
+    out = {"spec": spec, "command": " ".join(cmd[1:]), "seconds": time.monotonic() - began,
+           "returncode": done.returncode, "printed": done.stdout, "stderr": done.stderr[-2000:]}
+    heads = [line.strip()[3:] for line in done.stdout.splitlines() if line.strip().startswith("=> ")]
+    out["headline"] = heads[0] if heads else f"failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}"
+    out["figure"] = str(figure) if figure.is_file() else None
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="pyclperf-profiles-") as folder:
+    explained = []
+    with tempfile.TemporaryDirectory(prefix="pyclperf-profiles-") as folder, \
+            tempfile.TemporaryDirectory(prefix="pyclperf-explain-") as work:
         prof = run_profile(args.device, args.quick, Path(folder))
+        if not args.no_explain:
+            figures = Path(args.figures) if args.figures else None
+            if figures:
+                figures.mkdir(parents=True, exist_ok=True)
+            explained = [run_explain(args.device, "vadd", [], Path(folder), Path(work), figures),
+                         run_explain(args.device, "tiled_matmul", ["--flops", "2*1024**3"], Path(folder),
+                                     Path(work), figures, size=256 if args.quick else None)]
     data = prof["data"]
     print(prof["printed"])
     print(f"pyclperf profile took {prof['seconds']:.1f} s (parts: "
           + ", ".join(f"{k} {v:.1f} s" for k, v in data["timings"].items()) + ")")
+    for e in explained:
+        print(f"\n$ pyclperf {e['command']}  ({e['seconds']:.1f} s)\n{e['printed']}")
     nbytes = int(data["ceilings"]["dram_read"].get("bytes") or (1 << 30))
     skipped = {"skipped": "--skip-cuda"}
     cuda = skipped if args.skip_cuda else cuda_read(nbytes)
     l2 = skipped if args.skip_cuda else cuda_l2_bytes()
     clpeak = clpeak_figures(args)
     rows = rows_of(prof, cuda, l2, clpeak)
+    rows += [{"figure": f"explain {e['spec']}.json, best configuration", "ours": None, "unit": "",
+              "reference": None, "ref_how": e["headline"], "ratio": None, "met": e["returncode"] == 0,
+              "criterion": "binding roof and % printed"} for e in explained]
     print(markdown(rows))
     if args.json:
         record = {"device": data["device"], "driver": data["driver"], "profile": data,
                   "profile_seconds": prof["seconds"], "cuda_read": cuda, "cuda_l2": l2,
-                  "clpeak": clpeak, "rows": rows}
+                  "clpeak": clpeak, "explain": explained, "rows": rows}
         Path(args.json).write_text(json.dumps(record, indent=1, default=str))
         print(f"wrote {args.json}")
     return 0

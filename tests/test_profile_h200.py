@@ -66,7 +66,8 @@ def test_the_table_holds_every_reference(script, ctx, tmp_path, capsys, monkeypa
     saved.write_text(CLPEAK)
     out = tmp_path / "h200.json"
     device = f"{ctx.info.platform_index}:{ctx.info.device_index}"
-    assert script.main(["--device", device, "--quick", "--json", str(out), "--clpeak-output", str(saved)]) == 0
+    assert script.main(["--device", device, "--quick", "--json", str(out), "--clpeak-output", str(saved),
+                        "--figures", str(tmp_path / "figures")]) == 0
     printed = capsys.readouterr().out
     record = json.loads(out.read_text())
     rows = {r["figure"].split(" (")[0]: r for r in record["rows"]}
@@ -81,6 +82,12 @@ def test_the_table_holds_every_reference(script, ctx, tmp_path, capsys, monkeypa
         record["profile"]["ceilings"]["fp32"]["value"] / 52500.5)
     assert rows["last-level cache size"]["reference"] == 50 << 20
     assert "| figure | pyclperf | reference (how) | ratio | criterion | met |" in printed
+    # pyclperf explain on both example specs, on the profile just measured.
+    for spec in ("vadd", "tiled_matmul"):
+        row = rows[f"explain {spec}.json, best configuration"]
+        assert row["met"] and "% of the " in row["ref_how"] and " roof " in row["ref_how"], row
+        assert (tmp_path / "figures" / f"{spec}-roofline.png").read_bytes().startswith(b"\x89PNG")
+    assert not list(Path(script.EXAMPLES).glob("*.jsonl"))  # nothing written beside the examples
 
 
 def test_without_cupy_the_cuda_rows_say_why(script, ctx, roofline_profiles, capsys, monkeypatch):
@@ -90,6 +97,6 @@ def test_without_cupy_the_cuda_rows_say_why(script, ctx, roofline_profiles, caps
     monkeypatch.setattr(script, "run_profile", lambda device, quick, folder: {
         "seconds": 1.0, "command": "-", "data": data, "printed": ""})
     device = f"{ctx.info.platform_index}:{ctx.info.device_index}"
-    assert script.main(["--device", device, "--quick", "--clpeak-read-gbps", "10"]) == 0
+    assert script.main(["--device", device, "--quick", "--clpeak-read-gbps", "10", "--no-explain"]) == 0
     printed = capsys.readouterr().out
     assert "CuPy is not available" in printed and "| DRAM read vs clpeak |" in printed

@@ -142,7 +142,7 @@ def add_parsers(sub: Any, raw: type[argparse.HelpFormatter],
                    help="which compute ceiling the FLOPs are held against (default fp32)")
     e.add_argument("--retune", action="store_true", help="tune again even where the results file exists")
     e.add_argument("--quick", action="store_true",
-                   help="where no profile is cached, measure a quick one (a cached one is used first)")
+                   help="where no profile of the device is cached (full or quick), measure a quick one")
     e.add_argument("--out", default=None, metavar="FIG.png",
                    help="the figure (default: SPEC-roofline.png beside the spec)")
     e.set_defaults(func=cmd_explain)

@@ -202,8 +202,8 @@ def explain(results: Results | str | os.PathLike[str], profile: Profile | None =
             flops: Callable[[Config], float] | None = None, precision: str = "fp32",
             ctx: Any = None, quick: bool = False) -> Explanation:
     """Explain a tune run (Results, its .jsonl file, or a tune spec's .json: see explain_spec)
-    on the device's profile (default: the
-    cached one, else measured now; ``quick`` measures a quick one). The bytes come from the
+    on the device's profile (default: the cached one, full or quick, else one measured now,
+    quick with ``quick``). The bytes come from the
     kernel's argument qualifiers (``source``, ``args`` and ``inout`` as given to tune) unless
     ``bytes(config)`` is given; FLOPs from ``flops(config)`` (in ``precision``: fp32, fp64,
     fp16 or int32). ``config`` picks a configuration (default: the fastest verified one)."""
@@ -222,8 +222,8 @@ def explain(results: Results | str | os.PathLike[str], profile: Profile | None =
 
         dev = res.meta.get("device", {})
         ctx = Context(f"{dev['platform_index']}:{dev['device_index']}" if "platform_index" in dev else None)
-    if profile is None:
-        profile = profiling.profile(ctx, quick=quick)
+    if profile is None:  # any cached profile (a full one first), else one measured now
+        profile = profiling.cached(ctx.info) or profiling.profile(ctx, quick=quick)
     if precision not in profile.ceilings or precision not in ("fp32", "fp64", "fp16", "int32"):
         raise ValueError(f"precision must be fp32, fp64, fp16 or int32, got {precision!r}")
     name = kernel_name or str(res.meta.get("kernel") or "")
@@ -308,7 +308,8 @@ def explain_spec(spec: str | os.PathLike[str], profile: Profile | None = None, *
     ctx = Context() if ctx is None else ctx
     results = spec_results(kwargs, ctx, retune, say)
     if profile is None:
-        profile = profiling.profile(ctx, quick=quick, progress=lambda part: say(f"  profile: measuring {part} ..."))
+        profile = profiling.cached(ctx.info) or profiling.profile(
+            ctx, quick=quick, progress=lambda part: say(f"  profile: measuring {part} ..."))
     found = explain(results, profile, source=kwargs["source"], args=kwargs["args"],
                     kernel_name=kwargs["kernel_name"], inout=kwargs.get("inout", ()),
                     options=options_text("", kwargs.get("compiler_options")), config=config,
