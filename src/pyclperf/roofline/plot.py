@@ -61,10 +61,10 @@ def plot_roofline(source: Any, points: Sequence[Point] = (), *, ax: Any = None,
         style = ":" if r.kind == "local" else "--" if r.kind == "cache" else "-"
         ax.plot(grid, np.minimum(grid * r.value, top), style, color=colours[i % len(colours)],
                 lw=1.4, label=f"{r.label()}")
-    for r in compute:
+    for i, r in enumerate(compute):  # labels staggered along x: two ceilings may nearly meet
         ax.axhline(r.value, color="black", lw=1.0 if r.name == "FP32" else 0.6,
                    ls="-" if r.name == "FP32" else "-.", alpha=0.8)
-        ax.annotate(f"{r.name} {r.value:,.0f} {r.unit}", (hi, r.value), xytext=(-4, 3),
+        ax.annotate(f"{r.name} {r.value:,.0f} {r.unit}", (hi / 6.0 ** i, r.value), xytext=(-4, 3),
                     textcoords="offset points", ha="right", fontsize=7)
     for p in placed:
         if p.get("chosen"):
