@@ -20,3 +20,39 @@ def ctx(cl_ctx: pyclperf.Context) -> pyclperf.Context:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng()
+
+
+_PROFILES: dict[str, tuple] = {}
+
+
+@pytest.fixture
+def roofline_profiles(ctx: pyclperf.Context, tmp_path_factory: pytest.TempPathFactory):
+    """A quick profile of the device under test, measured once per session and device by
+    ``pyclperf profile --quick`` into a folder of its own (never the user's cache): (folder,
+    what the command printed). Tests that explain kernels read it from there (roofline_env).
+    Cached here by device rather than by a session scope: the plugin's device parameter is a new
+    object for every test, so pytest would measure it again for each."""
+    import contextlib
+    import io
+
+    from pyclperf import cli
+
+    spec = f"{ctx.info.platform_index}:{ctx.info.device_index}"
+    if spec not in _PROFILES:
+        folder = tmp_path_factory.mktemp("profiles")
+        printed = io.StringIO()
+        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(printed):
+            mp.setenv("PYCLPERF_PROFILES", str(folder))
+            mp.setenv("MPLBACKEND", "Agg")
+            assert cli.main(["profile", "--quick", "--device", spec]) == 0
+        _PROFILES[spec] = (folder, printed.getvalue())
+    return _PROFILES[spec]
+
+
+@pytest.fixture
+def roofline_env(roofline_profiles, ctx: pyclperf.Context, monkeypatch: pytest.MonkeyPatch):
+    """The session's profile folder as the profile cache, the device under test as default."""
+    monkeypatch.setenv("PYCLPERF_PROFILES", str(roofline_profiles[0]))
+    monkeypatch.setenv("PYCLPERF_DEVICE", f"{ctx.info.platform_index}:{ctx.info.device_index}")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    return roofline_profiles[0]

@@ -149,5 +149,6 @@ def test_one_file_per_experiment_named_after_its_id():
     # share and the device-side generator and compare (checks.DeviceCheck). (bandwidth.cl is
     # the bandwidth experiment's; benchmarks/honest_reference.py uses it too.) checksum.cl is
     # the tuner's: guard zones and const inputs checked on the device (engine/intact.py).
-    shared = {"copy", "verify", "checksum"}
+    # ceilings.cl is the device profile's (pyclperf/roofline/ceilings.py).
+    shared = {"copy", "verify", "checksum", "ceilings"}
     assert {p.stem for p in kernels.glob("*.cl")} - shared <= set(REGISTRY)

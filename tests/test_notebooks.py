@@ -16,6 +16,8 @@ def test_notebook_executes(path, tmp_path, ctx, monkeypatch):
     # The kernel runs in tmp_path (files it saves land there) on the device under test.
     monkeypatch.setenv("PYCLPERF_DEVICE", f"{ctx.info.platform_index}:{ctx.info.device_index}")
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    # A device profile a notebook measures (08-roofline) is cached there, not in the user's cache.
+    monkeypatch.setenv("PYCLPERF_PROFILES", str(tmp_path / "profiles"))
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()

@@ -9,7 +9,9 @@ Five lines in a notebook::
     pyclperf.plot_bandwidth(res)
 
 Transfers and ceilings: ``pyclperf.run("transfer", ctx)``, ``pyclperf.time_transfer(...)``,
-``pyclperf.peak.theoretical(ctx)``.
+``pyclperf.peak.theoretical(ctx)``. The device's measured ceilings and a tuned kernel on its
+roofline: ``pyclperf.profile(ctx)``, ``pyclperf.explain(results, ...)`` (pyclperf.roofline,
+imported on first use).
 """
 
 from __future__ import annotations
@@ -49,6 +51,18 @@ _fake_clock.install_if_asked()  # a test hook: PYCLPERF_FAKE_EVENT_CLOCK (see _f
 
 __version__ = "0.1.0"
 
+# pyclperf.roofline's entry points, imported when first used (module __getattr__, PEP 562).
+_ROOFLINE = ("profile", "explain", "plot_roofline")
+
+
+def __getattr__(name: str) -> object:
+    if name in _ROOFLINE:
+        from . import roofline
+
+        return getattr(roofline, name)
+    raise AttributeError(f"module 'pyclperf' has no attribute {name!r}")
+
+
 __all__ = [
     "Buffer",
     "BuildError",
@@ -72,11 +86,14 @@ __all__ = [
     "default_device",
     "device_summary",
     "experiment_names",
+    "explain",
     "kernel_source",
     "list_devices",
     "peak",
     "plot_bandwidth",
     "plot_results",
+    "plot_roofline",
+    "profile",
     "run",
     "run_kernel",
     "save_plot",

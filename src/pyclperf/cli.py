@@ -302,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.set_defaults(func=cmd_compare)
     add_tune_parser(sub, raw)
     add_guide_parser(sub, raw)
+    from pyclperf.roofline.cli import add_parsers as add_roofline_parsers
+
+    add_roofline_parsers(sub, raw, _device_option, EXIT_CODES)
     return p
 
 

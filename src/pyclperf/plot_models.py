@@ -47,13 +47,21 @@ def plot_sector_model(results: Results) -> Any:
     return fig
 
 
-def plot_roofline(results: Results, flops_per_clock_per_cu: float | None = None) -> Any:
-    """The device's roofline (models.roofline_for) with each verified row placed at its
-    arithmetic intensity (operations / bytes the launch needs) and its measured rate. ValueError
-    where the theoretical DRAM bandwidth or the clock is unknown."""
+def plot_roofline(results: Results, flops_per_clock_per_cu: float | None = None,
+                  profile: Any = None) -> Any:
+    """The device's roofline with each verified row placed at its arithmetic intensity
+    (operations / bytes the launch needs) and its measured rate: the measured one where a
+    profile of this device and driver is cached (``pyclperf profile``; or ``profile`` given),
+    else the theoretical one (models.roofline_for). ValueError where neither can be drawn."""
     import matplotlib.pyplot as plt
 
     unit = ROOFLINE_EXPERIMENTS.get(results.experiment, "flops")
+    if flops_per_clock_per_cu is None:
+        from .roofline.profiling import cached
+
+        measured = profile if profile is not None else cached(results.meta.get("device", {}))
+        if measured is not None and measured.compute_roofs() and measured.memory_roofs():
+            return _measured_roofline(results, measured, unit)
     roof = models.roofline_for(results.meta, flops_per_clock_per_cu)
     if roof is None:
         raise ValueError(f"{results.experiment}: no roofline: the theoretical DRAM bandwidth or the "
@@ -79,6 +87,28 @@ def plot_roofline(results: Results, flops_per_clock_per_cu: float | None = None)
     ax.set_title(f"{results.experiment} on the roofline\n{roof.assumption}", fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
+    return fig
+
+
+def _measured_roofline(results: Results, profile: Any, unit: str) -> Any:
+    """The rows on the device's measured, hierarchical roofline (pyclperf.roofline.plot)."""
+    from .roofline.plot import plot_roofline as measured_roofline
+
+    df = results.df
+    rate = f"g{unit}"
+    if df.empty or not {unit, "bytes", rate, "status"} <= set(df.columns):
+        raise ValueError(f"{results.experiment}: rows carry no {unit} and bytes to place on a roofline")
+    ok = df[(df["status"] == OK) & (df["bytes"] > 0)]
+    label = "variant" if "variant" in ok else results.meta.get("x", "variant")
+    points = [{"label": str(row.get(label, "")), "intensity": float(row[unit]) / float(row["bytes"]),
+               "gflops": float(row[rate]), "gbps": float(row["gbps"]) if "gbps" in row else 0.0}
+              for _, row in ok.iterrows()]
+    fig = measured_roofline(profile, points, unit="GFLOP/s" if unit == "flops" else "Gop/s",
+                            title=f"{results.experiment} on {profile.device}'s measured roofline "
+                                  f"(pyclperf profile{', quick' if profile.quick else ''})")
+    for p in points:  # each row labelled, as the theoretical figure does
+        fig.axes[0].annotate(p["label"], (p["intensity"], p["gflops"]), fontsize=6,
+                             xytext=(3, 3), textcoords="offset points")
     return fig
 
 

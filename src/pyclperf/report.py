@@ -22,6 +22,7 @@ td.bad { color: #b00; }
 .meta { font-size: 0.85em; color: #555; }
 .scroll { overflow-x: auto; max-width: 100%; }
 img { max-width: 100%; height: auto; }
+pre.explain { font-size: 0.8em; white-space: pre-wrap; background: #f8f8f8; padding: 0.5em; }
 """
 
 _TABLE_COLUMNS = ("status", "median_ns", "min_ns", "max_ns", "spread_pct", "gbps", "time_ms", "error")
@@ -47,6 +48,31 @@ def figure_png(results: Results) -> str | None:
 
 
 _figure_png = figure_png  # the name earlier code used
+
+
+def explain_html(results: Results) -> str:
+    """A tune record's explanation (``pyclperf explain`` stores it in the results file): its
+    roofline figure, drawn from the stored figures, and its text; "" where there is none."""
+    stored = results.meta.get("explain")
+    if not stored:
+        return ""
+    import matplotlib.pyplot as plt
+
+    from .roofline.explaining import draw
+
+    parts = []
+    try:
+        fig = draw(stored)
+    except (ValueError, KeyError, TypeError):
+        fig = None
+    if fig is not None:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100)
+        plt.close(fig)
+        png = base64.b64encode(buf.getvalue()).decode("ascii")
+        parts.append(f"<img alt='measured roofline' src='data:image/png;base64,{png}'>")
+    parts.append(f"<pre class='explain'>{html.escape(str(stored.get('text', '')))}</pre>")
+    return "\n".join(parts)
 
 
 def human_time(ns: float) -> str:
@@ -123,6 +149,7 @@ def render_html(all_results: Sequence[Results], title: str = "pyclperf report") 
             parts.append(f"<img alt='{html.escape(res.experiment)} plot' src='data:image/png;base64,{png}'>")
         if m.get("conclusion"):
             parts.append(f"<p class='conclusion'>{html.escape(str(m['conclusion']))}</p>")
+        parts.append(explain_html(res))
         for warning in m.get("load_warnings", []) + conditions_warnings(res.rows):
             parts.append(f"<p class='meta'>warning: {html.escape(str(warning))}</p>")
         parts.append(table_html(res))

@@ -27,8 +27,12 @@ Format (paths are relative to the spec file's folder; only the first five keys a
       "out": "copy_tune.jsonl", "cache": "copy_cache.json", "t4": "copy_t4.json"
     }
 
-``reference`` kinds: ``copy`` (after the kernel, argument ``to`` must equal the initial ``from``)
-and ``npy`` (argument ``arg`` must equal the array in the .npy file ``path``). Random fills are
+``reference`` kinds: ``copy`` (after the kernel, argument ``to`` must equal the initial ``from``),
+``npy`` (argument ``arg`` must equal the array in the .npy file ``path``), ``expression``
+(argument ``arg`` must equal an elementwise expression of the other arguments by name, e.g.
+``{"kind": "expression", "arg": "c", "expression": "a + b"}``, evaluated by the restrictions'
+safe evaluator in the arguments' own dtypes) and ``matmul`` (argument ``to`` must equal ``a``
+times ``b``, 2-D arrays given a ``shape``, computed in float64). Random fills are
 seeded with ``data_seed`` (default 0), so two runs tune on the same data. Metric expressions use
 the same safe evaluator as restrictions (engine.restrictions).
 
@@ -151,6 +155,39 @@ def _npy(path: Path, plan: ArgumentPlan, name: str, key: tuple) -> np.ndarray:
     return arr
 
 
+def _computed_reference(ref: Mapping[str, Any], plans: list[ArgumentPlan], names: list[str],
+                        labels: Mapping[str, str]) -> tuple[int, Callable[[list[Any]], Any]]:
+    """An ``expression`` or ``matmul`` reference, checked against the arguments' plans: (the
+    checked argument, a function of the made arguments giving its expected contents)."""
+    if ref["kind"] == "expression":
+        checked = _arg_index(ref["arg"], names, ("reference", "arg"), labels)
+        if plans[checked].kind != "array":
+            raise fail(("reference", "arg"), f"argument {names[checked]!r} is no array", labels)
+        usable = [n for n, p in zip(names, plans) if p.kind in ("array", "scalar")]
+        try:
+            expr = compile_expression(ref["expression"], usable, what="reference expression")
+        except ValueError as e:
+            raise fail(("reference", "expression"), str(e), labels) from None
+        plan = plans[checked]
+
+        def evaluate(args: list[Any]) -> Any:
+            env = {n: a for n, a in zip(names, args) if n in usable}
+            value = np.asarray(expr(env))
+            return np.broadcast_to(value, plan.shape).astype(plan.dtype)
+        return checked, evaluate
+    a, b, to = (_arg_index(ref[k], names, ("reference", k), labels) for k in ("a", "b", "to"))
+    shapes = [plans[i].shape if plans[i].kind == "array" else None for i in (a, b, to)]
+    if any(sh is None or len(sh) != 2 for sh in shapes) or shapes[0][1] != shapes[1][0] or \
+            tuple(shapes[2]) != (shapes[0][0], shapes[1][1]):
+        raise fail(("reference",), "'matmul' needs 2-D arrays a (M x K), b (K x N) and to "
+                                   f"(M x N): give them a 'shape' (got {shapes})", labels)
+    dtype = plans[to].dtype
+
+    def product(args: list[Any]) -> Any:
+        return (args[a].astype(np.float64) @ args[b].astype(np.float64)).astype(dtype)
+    return to, product
+
+
 def parse_spec(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None, *,
                labels: Mapping[str, str] | None = None, allocate: bool = True) -> TuneSpec:
     """Read and check a spec file; SpecError on the first problem.
@@ -202,9 +239,12 @@ def parse_spec(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None
             raise fail(("reference",), f"'from' ({names[src]!r}) has {plans[src].elements} "
                                        f"elements and 'to' ({names[dst]!r}) {plans[dst].elements}")
         needs.append((("reference",), plans[dst].nbytes, 0))
-    elif ref is not None:
+    elif ref is not None and ref["kind"] == "npy":
         checked = _arg_index(ref["arg"], names, ("reference", "arg"), labels)
         expected = _npy(folder / ref["path"], plans[checked], names[checked], ("reference", "path"))
+        needs.append((("reference",), plans[checked].nbytes, 0))
+    elif ref is not None:
+        checked, expected = _computed_reference(ref, plans, names, labels)
         needs.append((("reference",), plans[checked].nbytes, 0))
     check_memory(needs, available, labels)
 
@@ -256,8 +296,10 @@ def parse_spec(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None
             answer: list[Any] = [None] * len(args)
             if ref["kind"] == "copy":
                 answer[dst] = args[src].astype(args[dst].dtype, copy=True)
-            else:
+            elif ref["kind"] == "npy":
                 answer[checked] = np.array(expected)
+            else:
+                answer[checked] = expected(args)
             kwargs["answer"] = answer
     return TuneSpec(path=path, kwargs=kwargs, t4=outputs.get("t4"), arg_names=names,
                     verified=ref is not None)

@@ -1,0 +1,138 @@
+// The device profile's own kernels (pyclperf.roofline): compute throughput, local-memory
+// bandwidth, launch latency, and a read over a working set of any size. Every one writes a
+// result the host checks against NumPy (pyclperf/roofline/ceilings.py).
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+#ifdef FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#ifdef FP16
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#endif
+
+// ---- compute: ACC independent multiply-add chains per work-item ----------------------------
+// T is the element type (float, double, half or uint) and V the vector width (1, 2, 4, 8, 16),
+// so one step of one chain is V multiply-adds. Each chain is a = a * m + c, TRIPS x UNROLL steps
+// (TRIPS at run time, UNROLL fixed), the ACC chains interleaved so consecutive instructions never
+// wait on each other. m and c arrive as arguments, so the compiler cannot fold the arithmetic.
+//   floating point: the host passes m = 1 and c = 1, and integer inputs, so every value stays an
+//     integer the type holds exactly (for half: below 2048) and chain k ends at x + k + steps;
+//     fma() is one rounding, and exact integers make it agree with any other evaluation;
+//   uint: m odd and c random, wrapping at 2^32; the host composes the affine step with itself
+//     (x -> m x + c, steps times) and checks the result in closed form.
+// The output is sum over k of (k + 1) * chain k (in float for the floating types, exact below
+// 2^24; in uint, wrapping, for uint), so a chain dropped or an FMA applied twice shows.
+#ifdef CHAINS
+#if V == 1
+#define VT T
+#define VF float
+#define TO_FLOAT(x) convert_float(x)
+#else
+#define VT CAT(T, V)
+#define VF CAT(float, V)
+#define TO_FLOAT(x) CAT(convert_float, V)(x)
+#endif
+
+#ifdef INT
+#define ARG uint
+#define OUT_T VT
+#define STEP(a) ((a) * mm + cc)
+#else
+#define ARG float
+#define OUT_T VF
+#define STEP(a) fma((a), mm, cc)
+#endif
+
+__kernel void chains(__global const VT* restrict in, const ARG m, const ARG c, const uint trips,
+                     __global OUT_T* restrict out)
+{
+    const size_t gid = get_global_id(0);
+    const VT mm = (VT)((T)m);
+    const VT cc = (VT)((T)c);
+    const VT x = in[gid];
+    VT acc[ACC];
+#pragma unroll
+    for (int k = 0; k < ACC; ++k)
+        acc[k] = x + (VT)((T)k);
+    for (uint t = 0; t < trips; ++t) {
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+#pragma unroll
+            for (int k = 0; k < ACC; ++k)
+                acc[k] = STEP(acc[k]);
+        }
+    }
+#ifdef INT
+    VT sum = (VT)(0);
+#pragma unroll
+    for (int k = 0; k < ACC; ++k)
+        sum += (VT)((T)(k + 1)) * acc[k];
+#else
+    VF sum = (VF)(0.0f);
+#pragma unroll
+    for (int k = 0; k < ACC; ++k)
+        sum += (VF)((float)(k + 1)) * TO_FLOAT(acc[k]);
+#endif
+    out[gid] = sum;
+}
+#endif  // CHAINS
+
+// ---- local memory: reads of a work-group's tile -------------------------------------------
+// LT (uint, uint2 or uint4) per element, WG work-items a group, a power of two. Each work-item
+// stores one element of its group's tile, then reads tile[(l + j) mod WG] for j < TRIPS x
+// UNROLL: at every j the work-items of a group read consecutive elements, which no bank
+// arrangement makes conflict. Four running sums keep the adds from serialising the loads.
+// The host checks each work-item's sum (uint, wrapping) in closed form: whole sweeps of the
+// tile plus a window of its prefix.
+#ifdef LOCAL_READS
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void local_reads(__global const LT* restrict in, const uint trips, __global LT* restrict out)
+{
+    __local LT tile[WG];
+    const uint l = (uint)get_local_id(0);
+    tile[l] = in[get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    LT s0 = (LT)(0), s1 = (LT)(0), s2 = (LT)(0), s3 = (LT)(0);
+    uint i = l;
+    for (uint t = 0; t < trips; ++t) {
+#pragma unroll
+        for (uint u = 0; u < UNROLL; u += 4) {
+            s0 += tile[(i + u) & (WG - 1)];
+            s1 += tile[(i + u + 1) & (WG - 1)];
+            s2 += tile[(i + u + 2) & (WG - 1)];
+            s3 += tile[(i + u + 3) & (WG - 1)];
+        }
+        i += UNROLL;
+    }
+    out[get_global_id(0)] = (s0 + s1) + (s2 + s3);
+}
+#endif  // LOCAL_READS
+
+// ---- launch latency: the least a launch can do ---------------------------------------------
+// One work-item stores one word the host chose, so a launch that never ran shows.
+__kernel void stamp(__global uint* restrict out, const uint value)
+{
+    if (get_global_id(0) == 0)
+        out[0] = value;
+}
+
+// ---- a read over n words, n any size --------------------------------------------------------
+// The walk of the workingset experiment's ws_read (work-item g reads (g + j G) mod n, G the
+// global size), with the wrap done by a compare instead of a mask, so sizes between powers of
+// two can be measured where a knee lies. Each work-item writes its 32-bit sum.
+__kernel void read_any(__global const uint* restrict src, const uint n, const uint iters,
+                       __global uint* restrict out)
+{
+    const uint gid = (uint)get_global_id(0);
+    const uint step = (uint)get_global_size(0) % n;
+    uint i = gid % n;
+    uint sum = 0;
+    for (uint j = 0; j < iters; ++j) {
+        sum += src[i];
+        i += step;
+        i = i >= n ? i - n : i;
+    }
+    out[gid] = sum;
+}

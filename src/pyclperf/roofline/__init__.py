@@ -1,0 +1,22 @@
+"""Your kernel on this device's measured roofline.
+
+* ``profile(ctx)``: the device's ceilings, measured (not assumed) and cached per device and
+  driver: DRAM read/write/copy, cache levels found from the knees of the working-set curves,
+  local memory, host transfers, FP32/FP64/FP16 and integer throughput, launch latency
+  (profiling.py, memory.py, ceilings.py, knees.py, store.py);
+* ``plot_roofline(profile, points)``: the hierarchical roofline from those ceilings (plot.py);
+* ``explain(results, ...)``: where a tuned kernel's configurations sit on it, which roof binds,
+  how far from it, what each tuned parameter moves, and which Guide experiments apply
+  (explaining.py, traffic.py).
+
+``pyclperf`` imports this package only when one of its names is first used; matplotlib only
+when a figure is drawn.
+"""
+
+from __future__ import annotations
+
+from .explaining import Explanation, explain
+from .plot import plot_roofline
+from .profiling import Profile, Roof, profile
+
+__all__ = ["Explanation", "Profile", "Roof", "explain", "plot_roofline", "profile"]

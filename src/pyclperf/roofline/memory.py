@@ -1,0 +1,354 @@
+"""Memory ceilings of the device profile, measured with the experiments' own kernels.
+
+* DRAM read and write: the ``bandwidth`` experiment's read_sum and fill over its launch shapes
+  (work-group sizes x work-groups per compute unit, and one float4 per work-item); DRAM copy:
+  the ``vector`` experiment's copies. The shapes are searched unverified, then the fastest is
+  verified and timed again: that row is the figure (``ok`` means verified).
+* Cache levels: the ``workingset`` experiment's read and dependent-load (chase) curves over
+  working sets of 4 KiB up to far past the last cache, every point verified, on a grid of one
+  wave (every work-item resident at once, so a repeated sweep's reuse distance is the whole
+  set); on a GPU the chase stops at half the largest read set (each chase point draws a random
+  cycle over its set twice, seconds of host time at 256 MiB). Knees are found in both curves
+  (knees.py), measured again between the points around each knee (reads of any size with
+  ceilings.cl's read_any; chases of any size with the experiment's own kernel, only for a knee
+  no read knee sizes), and found once more. A bandwidth knee and a latency knee within a factor
+  of 2.5 of each other are one level, sized by the bandwidth knee; each level gets the read
+  bandwidth and load latency of its plateau.
+* Host <-> device: the ``transfer`` experiment's rig, pinned and pageable, both directions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..checks import compare, poison_device
+from ..experiments._transfer import Mode, TransferRig, transfer_limit
+from ..experiments.bandwidth import Bandwidth
+from ..experiments.vector import VectorWidth
+from ..experiments.workingset import WorkingSet, default_sizes, pow2_floor
+from ..results import OK
+from ..stats import MiB
+from . import knees as K
+from .record import Effort, Figure, from_row, guarded, missing, rate, timings
+
+AGREE = 1.15  # read_any and ws_read must agree this closely to share a curve
+FINAL_TIME = 5  # the chosen shape's figure is timed this many times longer than the search
+MAX_REFINED = 3  # knees refined per curve, the largest steps first (each costs a few points)
+MATCH = 2.5  # a bandwidth knee and a latency knee this close in size are one level
+
+
+def dram_bytes(info: Any, quick: bool) -> int:
+    """Bytes per buffer for the DRAM figures: 1 GiB on a GPU (a 256 MiB read still shows the
+    launch's ramp on an H200: 0.937x of the 1 GiB figure), 256 MiB with ``quick``; on a CPU
+    device 4x the reported cache (64 to 256 MiB). Within an eighth of the device's memory."""
+    if info.is_gpu:
+        want = 256 * MiB if quick else 1024 * MiB
+    else:
+        want = 64 * MiB if quick else min(256 * MiB, max(64 * MiB, 4 * int(info.global_mem_cache_bytes)))
+    limit = min(int(info.max_alloc_bytes), int(info.global_mem_bytes) // 8)
+    while want > 1 * MiB and want > limit:
+        want //= 2
+    return want
+
+
+def _measure(exp: Any, point: dict[str, Any], effort: Effort, verify: bool) -> dict[str, Any]:
+    return {**point, **exp.measure(point, warmup=effort.warmup, repeats=effort.repeats,
+                                   method="events", verify=verify)}
+
+
+def fastest_verified(exp: Any, points: Sequence[dict[str, Any]], effort: Effort,
+                     label: Any) -> tuple[dict[str, Any], dict[str, float]]:
+    """The fastest of ``points`` (searched unverified), verified and timed again for longer
+    (a steadier median); with the search's GB/s per point (by ``label(point)``)."""
+    exp.min_time_s = effort.min_time_s
+    if len(points) == 1:
+        return _measure(exp, points[0], effort, True), {}
+    tried = [_measure(exp, p, effort, False) for p in points]
+    search = {str(label(r)): float(r["gbps"]) for r in tried if r.get("gbps") is not None}
+    timed = [(p, r) for p, r in zip(points, tried) if r.get("status") == "timed" and r.get("gbps")]
+    if not timed:
+        return tried[0], search
+    point, _ = max(timed, key=lambda pr: pr[1]["gbps"])
+    # The figure: the fastest shape verified, then timed over FINAL_TIME x the search's time.
+    exp.min_time_s = effort.min_time_s * FINAL_TIME
+    try:
+        return _measure(exp, point, effort, True), search
+    finally:
+        exp.min_time_s = effort.min_time_s
+
+
+def dram(ctx: Any, effort: Effort, nbytes: int | None = None) -> dict[str, Figure]:
+    """DRAM read, write and copy, each at its fastest launch shape."""
+    info = ctx.info
+    nbytes = nbytes or dram_bytes(info, effort.quick)
+    out: dict[str, Figure] = {}
+    sizes = (256,) if effort.quick else None  # None: the experiment's 128..1024
+    per_cu = (4,) if effort.quick else (4, 8, 16, 32)
+
+    def read_write() -> Figure:
+        exp = Bandwidth(ctx, nbytes=nbytes, sizes=sizes, per_cu=per_cu, modes=["read", "write"])
+        for mode in ("read", "write"):
+            how = (f"bandwidth experiment ({'read_sum' if mode == 'read' else 'fill'}, "
+                   f"kernels/bandwidth.cl) over {nbytes // MiB} MiB, the fastest of its launch "
+                   "shapes, verified; OpenCL event times")
+            points = [p for p in exp.points() if p["mode"] == mode]
+            row, search = fastest_verified(exp, points, effort,
+                                           lambda r: f"{r['local_size']} x {r['groups']}")
+            out[f"dram_{mode}"] = from_row(row, "GB/s", how, bytes=nbytes,
+                                           shape={"local_size": row.get("local_size"),
+                                                  "groups": row.get("groups")},
+                                           shapes_tried=search)
+        return out["dram_read"]
+
+    failed = guarded("GB/s", "bandwidth experiment", read_write)
+    for mode in ("read", "write"):
+        out.setdefault(f"dram_{mode}", failed)
+    variants = ["float4 x1"] if effort.quick else ["float4 x1", "float4 x2", "float8 x1"]
+
+    def copy() -> Figure:
+        exp = VectorWidth(ctx, nbytes=nbytes, variants=variants, reference=False)
+        how = (f"vector experiment (vector_copy, kernels/vector.cl) of {nbytes // MiB} MiB, "
+               f"the fastest of {', '.join(variants)}, verified; read + written bytes / OpenCL "
+               "event time")
+        row, search = fastest_verified(exp, exp.points(), effort, lambda r: r["variant"])
+        return from_row(row, "GB/s", how, bytes=nbytes, variant=row.get("variant"),
+                        shapes_tried=search)
+
+    out["dram_copy"] = guarded("GB/s", "vector experiment", copy)
+    return out
+
+
+def cache_sizes(info: Any, top: int | None) -> list[int]:
+    """Powers of two from 4 KiB to ``top`` (default: 256 MiB on a GPU, 64 MiB on a CPU device;
+    within a quarter of its memory and its largest allocation)."""
+    sizes = default_sizes(info)
+    cap = top or (256 * MiB if info.is_gpu else 64 * MiB)
+    return [s for s in sizes if s <= cap]
+
+
+class CacheSweep:
+    """The working-set curves, their refinement around knees, and the levels found."""
+
+    def __init__(self, ctx: Any, effort: Effort, sizes: Sequence[int]) -> None:
+        self.ctx, self.effort = ctx, effort
+        # One wave: 8 groups of (up to) 256 work-items per compute unit, all resident at once.
+        local = min(256, pow2_floor(int(ctx.info.max_work_group_size)))
+        groups = pow2_floor(8 * int(ctx.info.compute_units) * 256 // local)
+        self.exp = WorkingSet(ctx, sizes=list(sizes), kinds=["read", "chase"], passes=1,
+                              groups=groups, local_size=local)
+        self.exp.min_time_s = effort.min_time_s
+        # Each chase point draws a random cycle over the set twice (its launch and its check):
+        # seconds of host time for a 256 MiB set. Half the largest read set still lies well
+        # past a GPU's last cache (an H200's 50 MiB); a CPU device's sets are small anyway.
+        self.chase_top = max(sizes) // 2 if ctx.info.is_gpu and len(sizes) > 8 else max(sizes)
+        self.read: dict[int, dict[str, Any]] = {}
+        self.chase: dict[int, dict[str, Any]] = {}
+        self.rng = np.random.default_rng()
+        self._any: Any = None
+        self.notes: list[str] = []  # what the refinement left out, and why
+
+    def sweep(self) -> None:
+        for point in self.exp.points():
+            if point["kind"] == "chase" and point["size"] > self.chase_top:
+                continue
+            row = _measure(self.exp, point, self.effort, True)
+            if point["kind"] == "chase" and row.get("median_ns"):
+                row["latency_ns"] = row["median_ns"] / row["steps"]
+            (self.read if point["kind"] == "read" else self.chase)[int(point["size"])] = row
+
+    def curve(self, kind: str) -> tuple[list[int], list[float]]:
+        rows = self.read if kind == "read" else self.chase
+        key = "gbps" if kind == "read" else "latency_ns"
+        ok = sorted((s, float(r[key])) for s, r in rows.items() if r.get("status") == OK and r.get(key))
+        return [s for s, _ in ok], [v for _, v in ok]
+
+    def knees(self, kind: str) -> list[K.Knee]:
+        sizes, values = self.curve(kind)
+        return K.knees(sizes, values, lower_is_better=kind == "chase") if len(sizes) >= 4 else []
+
+    def refine(self) -> None:
+        """More points between the two measurements around each knee of both curves. Reads
+        between powers of two need read_any, another kernel than ws_read: its points join the
+        curve only where it agrees with ws_read at the knee's two ends (within AGREE), since a
+        kernel slower on its own account would make a step of its own."""
+        steps = 2 if self.effort.quick else 4
+        reads = self.knees("read")
+        for kind in ("read", "chase"):
+            for knee in sorted(self.knees(kind), key=lambda k: -k.ratio)[:MAX_REFINED]:
+                if kind == "chase" and any(max(r.size / knee.size, knee.size / r.size) <= MATCH
+                                           for r in reads):
+                    continue  # a level the read curve sizes: its latency plateau is enough
+                extra = K.bracket_sizes(knee, steps=steps)
+                if kind == "read" and extra:
+                    ends = {int(s): self.read_any(int(s)) for s in (knee.below, knee.above)}
+                    ratios = [ends[s].get("gbps", 0.0) / self.read[s]["gbps"] for s in ends]
+                    if not all(1 / AGREE <= r <= AGREE for r in ratios):
+                        self.notes.append(
+                            f"reads between {_size(knee.below)} and {_size(knee.above)} not refined: "
+                            f"read_any ran at {', '.join(f'{r:.2f}' for r in ratios)}x ws_read's "
+                            "rate at those sizes")
+                        continue
+                for size in extra:
+                    if kind == "read":
+                        self.read[size] = self.read_any(size)
+                    else:
+                        point = {"kind": "chase", "size": size, "size_kib": size / 1024}
+                        row = _measure(self.exp, point, self.effort, True)
+                        if row.get("median_ns"):
+                            row["latency_ns"] = row["median_ns"] / row["steps"]
+                        self.chase[size] = row
+
+    def read_any(self, size: int) -> dict[str, Any]:
+        """ceilings.cl's read_any over ``size`` bytes with the sweep's grid, verified: the total
+        of all work-items' sums in closed form, and 64 work-items' sums replayed on the host."""
+        exp, n = self.exp, size // 4
+        grid, local = exp.grid, exp.local_size
+        iters = -(-max(exp.passes * n, exp.min_bytes // 4) // grid)
+        if self._any is None:
+            self._any = self.ctx.program(file="ceilings.cl").kernel("read_any")
+        kernel = self._any.set_args(exp.src, np.uint32(n), np.uint32(iters), exp.out)
+        words = self.rng.integers(0, 2**32, size=n, dtype=np.uint32)
+        exp.src.write(words)
+        exp.chain_n = 0  # the chase's permutation in src is gone
+        poison_device(exp.out)
+        kernel.run(grid, local)
+        got = self.ctx.from_device(exp.out, np.uint32)[:grid]
+        total = grid * iters  # the walk visits t mod n for every t < grid x iters, once
+        w = words.astype(np.uint64)
+        want_total = (int(w.sum()) * (total // n) + int(w[: total % n].sum())) & 0xFFFFFFFF
+        ok, detail = compare(np.array([int(got.astype(np.uint64).sum()) & 0xFFFFFFFF], np.uint32),
+                             np.array([want_total], np.uint32), "total of the work-item sums")
+        if ok:
+            sample = self.rng.choice(grid, size=min(64, grid), replace=False)
+            idx = (sample[:, None].astype(np.uint64) + np.arange(iters, dtype=np.uint64) * np.uint64(grid)) % np.uint64(n)
+            want = (w[idx].sum(axis=1) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+            ok, detail = compare(got[sample], want, "sampled work-item sums")
+        row: dict[str, Any] = {"kind": "read", "size": size, "kernel": "read_any", "iters": iters}
+        if not ok:
+            return {**row, "status": "wrong result", "error": detail}
+        fig = rate(timings(kernel, grid, local, self.effort), float(grid) * iters * 4, "GB/s", "")
+        return {**row, "status": OK, "gbps": fig["value"], "gbps_best": fig["best"],
+                "spread_pct": fig["spread_pct"], "n": fig["n"], "median_ns": fig["median_ns"]}
+
+    def points(self, kind: str) -> list[dict[str, Any]]:
+        rows = self.read if kind == "read" else self.chase
+        key = "gbps" if kind == "read" else "latency_ns"
+        return [{"size": s, key: r.get(key), "spread_pct": r.get("spread_pct"), "status": r.get("status"),
+                 "kernel": r.get("kernel", "ws_read" if kind == "read" else "ws_chase")}
+                for s, r in sorted(rows.items())]
+
+    def plateau_figure(self, kind: str, plateau: K.Plateau) -> Figure:
+        """A plateau's level as a figure: its median, with the spread of its points."""
+        sizes, _ = self.curve(kind)
+        rows = self.read if kind == "read" else self.chase
+        on = [rows[s] for s in sizes[plateau.first: plateau.last + 1]]
+        what = ("read bandwidth (workingset ws_read, one wave)" if kind == "read"
+                else "dependent-load latency (workingset ws_chase, one work-item)")
+        how = (f"{what}: median over the plateau's {len(on)} working sets, "
+               f"{_size(plateau.low_size)} to {_size(plateau.high_size)}; OpenCL event times")
+        spreads = sorted(float(r["spread_pct"]) for r in on if r.get("spread_pct") is not None)
+        return {"value": plateau.value, "unit": "GB/s" if kind == "read" else "ns", "how": how,
+                "status": OK, "spread_pct": spreads[len(spreads) // 2] if spreads else None,
+                "n": len(on), "range_pct": 100.0 * (plateau.spread - 1.0),
+                "sizes": [int(plateau.low_size), int(plateau.high_size)]}
+
+    def levels(self) -> list[dict[str, Any]]:
+        """The cache levels, smallest first."""
+        bw, lat = self.knees("read"), self.knees("chase")
+        out = []
+        for i, (b, l) in enumerate(K.match(bw, lat, within=MATCH)):
+            used = b or l
+            assert used is not None
+            level = {"name": f"L{i + 1}", "size_bytes": int(round(used.size)),
+                     "found_from": [k for k, v in (("bandwidth", b), ("latency", l)) if v],
+                     "bandwidth_knee_bytes": int(round(b.size)) if b else None,
+                     "latency_knee_bytes": int(round(l.size)) if l else None,
+                     "bracket_bytes": [int(used.below), int(used.above)],
+                     "read": self.plateau_figure("read", b.before) if b else None,
+                     "latency": self.plateau_figure("chase", l.before) if l else None}
+            if b is None:
+                level["read_note"] = ("no step in the read curve here: the read kernel runs at "
+                                      "the next level's rate, so this level adds no roof")
+            out.append(level)
+        return out
+
+    def dram_latency(self) -> Figure:
+        """Load latency past every cache: the chase curve's last plateau where it reaches the
+        largest working set measured, else the median of the three largest (a tail too noisy or
+        still rising for a plateau)."""
+        sizes, values = self.curve("chase")
+        if not sizes:
+            return missing("ns", "workingset chase", "no verified chase point", "failed")
+        flat = K.plateaus(sizes, values, lower_is_better=True) if len(sizes) >= 2 else []
+        if flat and flat[-1].last == len(sizes) - 1:
+            return self.plateau_figure("chase", flat[-1])
+        top = sorted(values[-3:])
+        rows = [self.chase[s] for s in sizes[-3:]]
+        spreads = sorted(float(r["spread_pct"]) for r in rows if r.get("spread_pct") is not None)
+        return {"value": top[len(top) // 2], "unit": "ns", "status": OK, "n": len(top),
+                "how": (f"dependent-load latency (workingset ws_chase, one work-item): median of the "
+                        f"{len(top)} largest working sets, {_size(sizes[-len(top)])} to "
+                        f"{_size(sizes[-1])} (no plateau there); OpenCL event times"),
+                "spread_pct": spreads[len(spreads) // 2] if spreads else None,
+                "range_pct": 100.0 * (top[-1] / top[0] - 1.0)}
+
+
+def caches(ctx: Any, effort: Effort, top: int | None = None) -> dict[str, Any]:
+    """Curves, levels and the DRAM load latency (see CacheSweep)."""
+    sweep = CacheSweep(ctx, effort, cache_sizes(ctx.info, top))
+    sweep.sweep()
+    sweep.refine()
+    return {"levels": sweep.levels(), "dram_latency": sweep.dram_latency(),
+            "curves": {"read": sweep.points("read"), "chase": sweep.points("chase"),
+                       "grid": sweep.exp.grid, "local_size": sweep.exp.local_size,
+                       "chase_steps": sweep.exp.steps, "min_bytes": sweep.exp.min_bytes,
+                       "notes": sweep.notes}}
+
+
+TRANSFER_MODES = ("h2d pinned direct", "h2d pageable direct", "d2h pinned direct", "d2h pageable direct")
+
+
+def transfers(ctx: Any, effort: Effort) -> dict[str, Figure]:
+    """Host <-> device bandwidth, pinned and pageable, each transfer verified."""
+    info = ctx.info
+    size = (32 if effort.quick else 64) * MiB if info.is_gpu else (8 if effort.quick else 16) * MiB
+    size = min(size, transfer_limit(info))
+    out: dict[str, Figure] = {}
+
+    def measure() -> Figure:
+        rig = TransferRig(ctx, size, [Mode.parse(m) for m in TRANSFER_MODES])
+        try:
+            for name in TRANSFER_MODES:
+                mode = Mode.parse(name)
+                how = (f"transfer experiment's rig: {mode.direction} of {size // MiB} MiB from "
+                       f"{mode.host_memory} host memory (enqueue{'Write' if mode.direction == 'h2d' else 'Read'}"
+                       "Buffer), verified; OpenCL event times")
+                row = rig.measure(mode, size, warmup=effort.warmup, repeats=max(effort.repeats, 5))
+                out[f"{mode.direction}_{mode.host_memory}"] = from_row(row, "GB/s", how, bytes=size)
+        finally:
+            rig.release()
+        return out["h2d_pinned"]
+
+    failed = guarded("GB/s", "transfer experiment's rig", measure)
+    for name in TRANSFER_MODES:
+        mode = Mode.parse(name)
+        out.setdefault(f"{mode.direction}_{mode.host_memory}", failed)
+    return out
+
+
+def _size(nbytes: float) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):.3g} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+def size_text(nbytes: float) -> str:
+    """A byte count in the unit a reader takes in at a glance (3 significant digits)."""
+    return _size(nbytes)
+
+
+__all__ = ["CacheSweep", "TRANSFER_MODES", "caches", "dram", "dram_bytes", "fastest_verified",
+           "size_text", "transfers"]
