@@ -75,7 +75,7 @@ def write(tmp_path: Path, **changes: Any) -> Path:
     ({"metrics": {"GB/s": "open('f')"}}, "metric 'GB/s'"),
     ({"reference": {"kind": "copy", "from": "src", "to": "nope"}},
      'reference.to: "nope" names no argument (arguments: dst, src, n)'),
-    ({"reference": {"kind": "magic"}}, 'reference.kind: must be one of "copy", "npy", not "magic"'),
+    ({"reference": {"kind": "magic"}}, 'reference.kind: must be one of "copy", "npy", "expression", "matmul", not "magic"'),
     ({"strategy": "genetic"}, 'strategy: must be one of "brute_force", "random_sample", "tpe",'),
     ({"max_fevals": "10"}, 'max_fevals: must be an integer, not "10"'),
     ({"time_limit": True}, "time_limit: must be a number, not true"),

@@ -117,7 +117,7 @@ HOSTILE = [
      "spec: reference.path: "),
     ({"reference": {"kind": "copy", "from": "src"}}, "spec: reference: missing key 'to'"),
     ({"reference": {"kind": "npy", "arg": 0, "path": "x.npy", "from": 1}},
-     "spec: reference: kind 'npy' takes 'arg' and 'path', not 'from' or 'to'"),
+     "spec: reference: kind 'npy' takes 'arg' and 'path' alone"),
     ({"arguments": [DST, SRC, {"local_nbytes": 64, "dtype": "float32"}]},
      "spec: arguments[2]: __local memory ('local_nbytes') takes no 'dtype' or 'fill'"),
 ]
