@@ -82,7 +82,7 @@ SANITIZE_TESTS ?= tests --ignore=tests/test_notebooks.py --ignore=tests/test_gui
     --ignore=tests/test_guide_browser.py --ignore=tests/test_distributed.py \
     --ignore=tests/test_fleet.py --ignore=tests/test_wheel.py \
     --ignore=tests/test_memcheck.py --ignore=tests/test_memcheck_experiments.py
-sanitize: $(VENV)/.deps-stamp
+sanitize: install
 	$(PY) -m pip install -q --no-build-isolation --no-deps --upgrade --target $(ASAN_SITE) \
 	    -C cmake.define.PYCLPERF_SANITIZE=ON -C cmake.build-type=RelWithDebInfo -C build-dir=build/asan .
 	PYTHONPATH=$(ASAN_SITE) \
