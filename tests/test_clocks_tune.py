@@ -96,7 +96,7 @@ def _spec(tmp_path: Path, **changes) -> Path:
 def test_the_spec_takes_a_method(tmp_path):
     assert parse_spec(_spec(tmp_path, method="host")).kwargs["method"] == "host"
     assert "method" not in parse_spec(_spec(tmp_path)).kwargs
-    with pytest.raises(SpecError, match="'method' must be one of 'auto', 'events', 'host'"):
+    with pytest.raises(SpecError, match='method: must be one of "auto", "events", "host"'):
         parse_spec(_spec(tmp_path, method="sundial"))
 
 

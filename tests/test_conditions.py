@@ -41,6 +41,9 @@ def fake_nvml(sm=1980, reasons=0, others=(), energy_step_mj=500):
         nvmlDeviceGetCurrentClocksEventReasons=lambda h: reasons,
         nvmlDeviceGetTotalEnergyConsumption=total_energy,
         nvmlDeviceGetComputeRunningProcesses=lambda h: procs,
+        # What pyclperf.peak asks for the theoretical ceilings (an H200's figures).
+        nvmlDeviceGetMemoryBusWidth=lambda h: 6144, nvmlDeviceGetMaxPcieLinkGeneration=lambda h: 5,
+        nvmlDeviceGetMaxPcieLinkWidth=lambda h: 16,
     )
 
 

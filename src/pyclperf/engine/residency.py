@@ -6,7 +6,7 @@ beside the device's cache (and, as ``cache_resident`` with a ``residency`` note,
 what caches may hold: plausible.cache_allowance, since drivers under-report their L2), the compulsory traffic (each read-only input read once, each other
 array written once, an in/out argument twice) and the bandwidth that implies, and with
 ``cold=True`` the last-level cache is flushed before every timed launch, outside the timed
-events, by a device-side fill of a buffer much larger than any cache. The GPU's clocks, power
+events, by a kernel reading a buffer much larger than any cache. The GPU's clocks, power
 and throttling around the timed launches come from engine.conditions where NVML knows the
 device.
 """
@@ -38,14 +38,20 @@ def flush_bytes(info: Any) -> int:
 
 
 def cache_flush(ctx: Any) -> Callable[[], None]:
-    """A call that evicts the device's caches: a fill of a flush buffer (one per context)."""
+    """A call that evicts the device's caches: a kernel reading a flush buffer (one per
+    context) whole. A read, not a fill: a fill leaves the cache full of dirty lines that the
+    next kernel must first write back, so the figure after it would be slower than memory's."""
+    from .intact import checksum
+
     buffer = _flushers.get(ctx)
     if buffer is None:
         buffer = ctx.buffer(flush_bytes(ctx.info))
+        buffer.fill(_PATTERN)
         _flushers[ctx] = buffer
+    nbytes = buffer.nbytes
 
     def flush() -> None:
-        buffer.fill(_PATTERN)
+        checksum(ctx, buffer, nbytes)
 
     return flush
 

@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 import uuid
+import weakref
 from typing import Any, Callable
 
 from ..results import CRASHED, INVALID, OUT_OF_BOUNDS, TIMEOUT
@@ -75,6 +76,7 @@ class Worker:
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
+        _live.add(self)
         self.ran = 0              # configurations run since it started
         self._mark = 0            # where in the log the last request's output begins
         self.job_id: str | None = None
@@ -377,6 +379,15 @@ def checkin(supervisor: Supervisor) -> None:
             pool.append(worker)
             return
     worker.kill()
+
+
+_live: "weakref.WeakSet[Worker]" = weakref.WeakSet()
+
+
+def worker_pids() -> set[int]:
+    """The process ids of this process's live workers (engine.conditions leaves them out of
+    'other processes on the GPU')."""
+    return {w.process.pid for w in list(_live) if w.alive()}
 
 
 @atexit.register
