@@ -16,15 +16,17 @@ if TYPE_CHECKING:
 # Exit codes, the same for every command (the --help epilog and the README list them).
 EXIT_OK = 0
 EXIT_FAILED = 1        # ran, but some point (or guide experiment) did not pass
-EXIT_ERROR = 2         # bad input: nothing ran (argparse's usage errors use 2 as well)
+EXIT_ERROR = 2         # bad input (nothing ran), or a results file that cannot be read or written
+                       # (argparse's usage errors use 2 as well)
 EXIT_SLOWER = 3        # compare --fail-if-slower: B is slower than A beyond the threshold
 EXIT_INTERRUPTED = 130  # Ctrl-C: finished points are saved
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}    success
   {EXIT_FAILED}    some point did not pass (wrong result, launch failed, ...) or a guide experiment failed
-  {EXIT_ERROR}    bad input or usage: nothing ran (one line on stderr says why)
+  {EXIT_ERROR}    bad input or usage (nothing ran), or a results file that cannot be read or
+       written: a full disk stops the run with the finished points saved (one line on stderr says why)
   {EXIT_SLOWER}    compare --fail-if-slower: B slower than A beyond the threshold
-  {EXIT_INTERRUPTED}  interrupted (Ctrl-C); finished points are saved"""
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C); finished points are saved, the file marked interrupted"""
 
 
 def _human_bytes(nbytes: int) -> str:
@@ -260,6 +262,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         from pyclperf.engine.t4 import write_t4
 
         print(f"wrote {write_t4(results, spec.t4)}")
+    if results.meta.get("interrupted"):
+        print("interrupted: the finished configurations are saved", file=sys.stderr)
+        return EXIT_INTERRUPTED
     # Exit 1 when no config ran to completion: a tuning run with nothing to pick is a failure.
     return 0 if any(r.get("status") in ("ok", "timed") for r in results.rows) else 1
 
@@ -376,7 +381,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pyclperf import PyclperfError
         from pyclperf.results import LockedError
 
-        if isinstance(exc, (PyclperfError, ValueError, FileNotFoundError, LockedError)):
+        # OSError: a file that cannot be read or written (ResultsWriteError: a full disk
+        # stopped the sweep; the message says what the file keeps).
+        if isinstance(exc, (PyclperfError, ValueError, OSError, LockedError)):
             print(f"pyclperf: error: {exc}", file=sys.stderr)
             if "unknown target CPU" in str(exc):  # clang's words: the way out is not in them
                 from pyclperf._pocl_cpu import BUILD_FAILURE_HINT
