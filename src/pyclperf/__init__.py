@@ -39,7 +39,7 @@ from .experiments import names as experiment_names
 from .experiments import run
 from .plot import plot_bandwidth, plot_results, save_plot
 from .program import Kernel, LocalMemory, Program
-from .results import Results
+from .results import Results, ResultsFileError, ResultsWriteError
 from .sources import kernel_source
 from .stats import bandwidth_gbps, summarize
 from .transfers import time_copy, time_transfer
@@ -82,6 +82,8 @@ __all__ = [
     "ReleasedError",
     "Sampler",
     "Results",
+    "ResultsFileError",
+    "ResultsWriteError",
     "bandwidth_gbps",
     "default_device",
     "device_summary",

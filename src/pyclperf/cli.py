@@ -16,15 +16,17 @@ if TYPE_CHECKING:
 # Exit codes, the same for every command (the --help epilog and the README list them).
 EXIT_OK = 0
 EXIT_FAILED = 1        # ran, but some point (or guide experiment) did not pass
-EXIT_ERROR = 2         # bad input: nothing ran (argparse's usage errors use 2 as well)
+EXIT_ERROR = 2         # bad input (nothing ran), or a results file that cannot be read or written
+                       # (argparse's usage errors use 2 as well)
 EXIT_SLOWER = 3        # compare --fail-if-slower: B is slower than A beyond the threshold
 EXIT_INTERRUPTED = 130  # Ctrl-C: finished points are saved
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}    success
   {EXIT_FAILED}    some point did not pass (wrong result, launch failed, ...) or a guide experiment failed
-  {EXIT_ERROR}    bad input or usage: nothing ran (one line on stderr says why)
+  {EXIT_ERROR}    bad input or usage (nothing ran), or a results file that cannot be read or
+       written: a full disk stops the run with the finished points saved (one line on stderr says why)
   {EXIT_SLOWER}    compare --fail-if-slower: B slower than A beyond the threshold
-  {EXIT_INTERRUPTED}  interrupted (Ctrl-C); finished points are saved"""
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C); finished points are saved, the file marked interrupted"""
 
 
 def _human_bytes(nbytes: int) -> str:
@@ -345,6 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pyclperf import PyclperfError
         from pyclperf.results import LockedError
 
+        # OSError: a file that cannot be read or written (ResultsWriteError: a full disk
+        # stopped the sweep; the message says what the file keeps).
         if isinstance(exc, (PyclperfError, ValueError, OSError, MemoryError, LockedError)):
             print(f"pyclperf: error: {' '.join(str(exc).split()) or type(exc).__name__}",
                   file=sys.stderr)

@@ -7,8 +7,11 @@ by itself. ``differences`` lists every such difference; ``compare`` refuses them
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .results import Results
@@ -18,6 +21,7 @@ from .results import Results
 MACHINE_KEYS = frozenset({
     "device", "driver", "platform", "host", "icd", "created", "versions", "peak_gbps",
     "pcie_gbps", "peak", "conclusion", "noisy_points", "load_warnings", "interrupted",
+    "write_error",
     # Text and figure specs: the same experiment's wording may change without its measurement.
     "title", "description", "guide", "plot", "x_label",
     # What the compiler or the device decided (occupancy's estimate inputs), not the user.
@@ -50,7 +54,9 @@ def differences(a: Results, b: Results) -> list[str]:
         out.append(f"pyclperf version: {pa} vs {pb}")
     x = a.meta.get("x")
     if x and x == b.meta.get("x") and x in a.df and x in b.df:
-        xa, xb = sorted(set(a.df[x].astype(str))), sorted(set(b.df[x].astype(str)))
+        # str() each value: astype(str) keeps a missing value as a float NaN, unsortable
+        # among strings.
+        xa, xb = sorted({str(v) for v in a.df[x]}), sorted({str(v) for v in b.df[x]})
         if xa != xb:
             out.append(f"swept {x}: {_short(xa)} vs {_short(xb)}")
     return out
@@ -63,10 +69,95 @@ def _short(v: Any) -> str:
 
 def metric_of(a: Results, b: Results, metric: str | None) -> str:
     da, db = a.df, b.df
-    metric = metric or ("gbps" if "gbps" in da and "gbps" in db else "median_ns")
-    if metric not in da or metric not in db:
+    chosen = metric or ("gbps" if "gbps" in da and "gbps" in db else "median_ns")
+    if chosen not in da or chosen not in db:
+        if metric is None:
+            raise ValueError("neither 'gbps' nor 'median_ns' is in both results; choose the "
+                             "column to compare with --metric")
         raise ValueError(f"metric {metric!r} is not in both results")
-    return metric
+    return chosen
+
+
+# Parameters that name a point beside the swept one, wherever the rows carry them.
+POINT_KEYS = ("direction", "memory", "access", "size", "variant", "mode", "layout")
+
+
+def join_keys(meta: dict[str, Any], *frames: pd.DataFrame) -> list[str]:
+    """The columns that name a point in all of ``frames``: the swept parameter (``meta["x"]``,
+    or a tuning run's ``config``), POINT_KEYS, and, where they take more than one value in a
+    run, the figure's lines (``meta["plot"]["group"]``: bandwidth's mode, blocksize's kernel)
+    and the work-group size. Held fixed, those two are left out, so that two runs of different
+    fixed work-group sizes still pair point by point (compare --force)."""
+    x = meta.get("x")
+    keys = [x] if x else ["config"] if all("config" in f for f in frames) else []
+    keys += [k for k in POINT_KEYS if all(k in f for f in frames) and k not in keys]
+    group = (meta.get("plot") or {}).get("group")
+    for k in (group, "local_size"):
+        if (isinstance(k, str) and k not in keys and all(k in f for f in frames)
+                and any(len({str(v) for v in f[k] if not _missing(v)}) > 1 for f in frames)):
+            keys.append(k)
+    return keys
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def label(results: Results, name: str) -> str:
+    """How messages name a run: "A (a.jsonl)" where it was loaded from a file."""
+    return f"{name} ({results.path})" if results.path is not None else name
+
+
+def checked(df: pd.DataFrame, keys: list[str], metric: str, name: str,
+            duplicates: bool = False) -> pd.DataFrame:
+    """The rows of one run, ready to join on ``keys`` and compare in ``metric``: ValueError
+    naming the run and the field where a row lacks a key or the status, a key holds more than
+    one value, the metric holds something other than numbers, or (unless ``duplicates``) two
+    rows share their keys (a join would pair each with every row of the other run)."""
+    if df.empty:
+        raise ValueError(f"{name} has no rows to compare")
+    if metric in keys:
+        raise ValueError(f"metric {metric!r} is a parameter the rows are joined on; "
+                         "choose a measured column")
+    for field in keys + ["status", metric]:
+        if field not in df:
+            raise ValueError(f"{name} has no {field!r} field in any row")
+    for field in keys + ["status"]:
+        lacking = int(df[field].isna().sum())
+        if lacking:
+            raise ValueError(f"{name}: {lacking} of {len(df)} rows have no {field!r} field")
+        several = [v for v in df[field] if isinstance(v, (list, dict))]
+        if several:
+            raise ValueError(f"{name}: field {field!r} must hold one value per row, "
+                             f"not {several[0]!r}")
+    odd = [v for v in df[metric] if v is not None and not _number(v)]
+    if odd:
+        raise ValueError(f"metric {metric!r} is not numeric in {name}: {len(odd)} rows hold "
+                         f"values such as {_short(odd[0])}; choose a measured column")
+    repeated = df.duplicated(keys, keep="first")
+    if repeated.any() and not duplicates:
+        first = df[repeated].iloc[0]
+        example = ", ".join(f"{k}={_plain(first[k])!r}" for k in keys)
+        raise ValueError(f"{name} has {int(repeated.sum())} duplicate rows (more than one row "
+                         f"for the same {', '.join(keys)}, e.g. {example}); compare needs one "
+                         "row per point")
+    try:
+        values = [float("nan") if v is None else float(v) for v in df[metric]]
+    except OverflowError:  # an integer of hundreds of digits
+        raise ValueError(f"metric {metric!r} in {name} holds a number too large for a float"
+                         ) from None
+    out = df.copy()
+    out[metric] = values
+    return out
+
+
+def _plain(v: Any) -> Any:
+    """A NumPy scalar as the Python value a message shows (1, not np.int64(1))."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
 
 
 def header(metric: str) -> str:
@@ -85,20 +176,22 @@ def compare(a: Results, b: Results, metric: str | None = None, force: bool = Fal
     """
     if a.experiment != b.experiment:
         raise ValueError(f"cannot compare different experiments: {a.experiment!r} and {b.experiment!r}")
+    for run, name in ((a, "A"), (b, "B")):
+        if not run.rows:
+            raise ValueError(f"{label(run, name)} has no rows to compare")
     diffs = differences(a, b)
     if diffs and not force:
         raise MismatchError(f"the runs measured different things ({'; '.join(diffs)}); "
                             f"compare them anyway with --force")
     da, db = a.df, b.df
     metric = metric_of(a, b, metric)
-    x = a.meta.get("x")
-    keys = [x] if x else ["config"] if "config" in da else []
-    keys += [k for k in ("direction", "memory", "access", "size", "variant", "mode", "layout")
-             if k in da and k in db and k not in keys]
+    keys = join_keys(a.meta, da, db)
     if not keys:
         raise ValueError("results carry no parameter columns to join on")
-    name_a = a.meta.get("device", {}).get("name", "A")
-    name_b = b.meta.get("device", {}).get("name", "B")
+    da = checked(da, keys, metric, label(a, "A"))
+    db = checked(db, keys, metric, label(b, "B"))
+    name_a = str((a.meta.get("device") or {}).get("name", "A"))
+    name_b = str((b.meta.get("device") or {}).get("name", "B"))
     if name_a == name_b:
         name_a, name_b = f"{name_a} (A)", f"{name_b} (B)"
     left = da[keys + [metric, "status"]].rename(columns={metric: name_a, "status": "status A"})

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from .compare import checked, join_keys, label
 from .results import Results, ResultsWriter
 
 # A device this far (percent) from the fleet median at a point is flagged.
@@ -84,12 +85,12 @@ def compare_fleet(results: Results, metric: str | None = None,
     metric = metric or ("gbps" if "gbps" in df else "median_ns")
     if metric not in df:
         raise ValueError(f"metric {metric!r} is not in the results")
-    x = results.meta.get("x")
-    keys = [k for k in ([x] if x else ["config"]) if k in df]
-    keys += [k for k in ("direction", "memory", "access", "size", "variant") if k in df and k not in keys]
+    keys = [k for k in join_keys(results.meta, df) if k in df]
     if not keys:
         raise ValueError("results carry no parameter columns to line devices up on")
-    ok = df[df["status"].isin(["ok", "timed"])] if "status" in df else df
+    # Several rows per point are the devices' (and a device given twice): the median joins them.
+    df = checked(df, keys + ["device"], metric, label(results, "the fleet run"), duplicates=True)
+    ok = df[df["status"].isin(["ok", "timed"])]
     table = ok.pivot_table(index=keys, columns="device", values=metric, aggfunc="median")
     devices = list(table.columns)
     median = table.median(axis=1)

@@ -5,7 +5,7 @@ A record says which in ``meta["plot"]``; records without it get plot_bandwidth."
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -20,7 +20,7 @@ def plot_bandwidth(results: Results, ax: Any = None, label: str | None = None) -
     Points that failed verification are drawn as red crosses: their speed means nothing; noisy
     points (spread over stats.NOISY_SPREAD_PCT) get an orange ring. Returns the matplotlib Figure.
     """
-    df = _rows_with(results, "gbps")
+    df = _rows_with(results, "gbps", "bytes", "min_ns", "max_ns")
     x = results.meta["x"]
     fig, ax = _axes(ax)
     ok = df[df["status"] == OK]
@@ -71,7 +71,7 @@ def _title(ax: Any, results: Results) -> None:
     method = results.meta.get("method")
     # Event timing is the default and goes unsaid; any other clock is named on the figure.
     timing = f" · {timing_label(str(method))}" if method and method != "events" else ""
-    ax.set_title(f"{results.meta.get('title', results.experiment)}\n{name}{timing}", fontsize=10)
+    ax.set_title(f"{results.meta.get('title') or results.experiment}\n{name}{timing}", fontsize=10)
 
 
 # Theoretical ceilings drawn as dashed lines where the record knows them.
@@ -84,7 +84,7 @@ def plot_modes(results: Results, group: str = "mode", ax: Any = None, logx: bool
 
     Failed points are red crosses; known theoretical ceilings are dashed lines.
     """
-    df = _rows_with(results, group, "gbps")
+    df = _rows_with(results, "gbps", groups=(group,))
     x = results.meta["x"]
     fig, ax = _axes(ax)
     ok = df[df["status"] == OK]
@@ -111,6 +111,8 @@ def plot_columns(results: Results, columns: dict[str, str], ylabel: str, ax: Any
                  logx: bool = True, logy: bool = True) -> Any:
     """Several columns of the verified rows against ``meta['x']``, one line each, labelled by
     ``columns`` (column -> label): e.g. the same runs timed by two clocks."""
+    if not columns:
+        raise ValueError("a 'columns' figure names no column to draw")
     df = _rows_with(results, *columns)
     x = results.meta["x"]
     fig, ax = _axes(ax)
@@ -122,11 +124,20 @@ def plot_columns(results: Results, columns: dict[str, str], ylabel: str, ax: Any
     return fig
 
 
-def _rows_with(results: Results, *columns: str) -> Any:
+def _rows_with(results: Results, *numbers: str, groups: Sequence[str] = ()) -> Any:
+    """The rows to draw: those with a value of ``meta['x']``, with it and the ``numbers``
+    columns as floats (a missing value is NaN: a gap). ValueError, which means "no figure",
+    where a column is missing or holds something other than numbers."""
     df = results.df
     x = results.meta.get("x")
-    if x is None or df.empty or any(c not in df for c in (x, "status", *columns)):
+    if x is None or df.empty or any(c not in df for c in (x, "status", *numbers, *groups)):
         raise ValueError("results have no bandwidth rows to plot")
+    df = df[df[x].notna()].copy()
+    for column in dict.fromkeys((x, *numbers)):
+        try:
+            df[column] = df[column].astype(float)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"column {column!r} holds values that are not numbers") from None
     return df
 
 
@@ -155,7 +166,7 @@ def plot_bars(results: Results, label: str = "variant", ax: Any = None, value: s
     colors = ["tab:blue" if s == OK else "tab:red" for s in df["status"]]
     heights = np.nan_to_num(df[value].astype(float), nan=0.0)
     # Horizontal bars: long variant names sit on the y axis, one per line, never overlapping.
-    bars = ax.barh(df[label].astype(str), heights, color=colors, label=f"{value} at the median time")
+    bars = ax.barh([str(v) for v in df[label]], heights, color=colors, label=f"{value} at the median time")
     whiskers = rate_range(df, value)
     if whiskers is not None:
         lo, hi = whiskers
@@ -250,7 +261,7 @@ def plot_model(results: Results, group: str, value: str, model: str, ylabel: str
     ``group``, each beside the prediction in column ``model`` (dashed, same colour)."""
     import matplotlib.pyplot as plt
 
-    df = _rows_with(results, group, value, model)
+    df = _rows_with(results, value, model, groups=(group,))
     x = results.meta["x"]
     # The model gets its own panel under the measurement: on one log axis its integer steps
     # drew dashed spikes across the measured curves, and the two quantities have different units.
@@ -280,14 +291,18 @@ def plot_model(results: Results, group: str, value: str, model: str, ylabel: str
     return fig
 
 
+# The figures a record's ``meta["plot"]`` may name as its "kind" (validate.py checks the rest
+# of the spec against the drawing function's parameters).
+DRAWS: dict[str, Callable[..., Any]] = {"bandwidth": plot_bandwidth, "modes": plot_modes,
+                                        "columns": plot_columns, "bars": plot_bars,
+                                        "lines": plot_lines, "model": plot_model}
+
+
 def plot_results(results: Results) -> Any:
     """The record's own figure as ``meta['plot']`` describes it; None where it wants none."""
     spec = dict(results.meta.get("plot", {"kind": "bandwidth"}) or {"kind": None})
     kind = spec.pop("kind", None)
-    draws: dict[str, Callable[..., Any]] = {"bandwidth": plot_bandwidth, "modes": plot_modes,
-                                            "columns": plot_columns, "bars": plot_bars,
-                                            "lines": plot_lines, "model": plot_model}
-    draw = draws.get(str(kind)) if kind else None
+    draw = DRAWS.get(str(kind)) if kind else None
     return draw(results, **spec) if draw is not None else None
 
 

@@ -6,8 +6,11 @@ import base64
 import html
 import io
 import os
+import warnings
 from pathlib import Path
 from typing import Sequence
+
+import numpy as np
 
 from .compare import compare  # noqa: F401  (its home before compare.py)
 from .results import Results
@@ -35,15 +38,28 @@ def figure_png(results: Results) -> str | None:
 
     from .plot import plot_results
 
-    try:
-        fig = plot_results(results)
-    except (ValueError, KeyError):
-        return None
-    if fig is None:
-        return None
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
+    # A file may hold any numbers and names: an infinite or enormous value overflows
+    # matplotlib's own axis arithmetic (NumPy warns about it), and a character the figure's font
+    # lacks is drawn as a box (matplotlib warns). The table beside the figure shows them as
+    # they are, so neither warning says anything the page does not. A log axis with nothing
+    # above zero to show is no figure at all: that warning ends the attempt.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Glyph .* missing from", UserWarning)
+        warnings.filterwarnings("error", "Data has no positive values", UserWarning)
+        before = set(plt.get_fignums())
+        buf = io.BytesIO()
+        try:
+            fig = plot_results(results)
+            if fig is None:
+                return None
+            # Drawing happens here: a log axis over values that are all zero or negative is
+            # refused only now.
+            fig.savefig(buf, format="png", dpi=100)
+        except (ValueError, KeyError, UserWarning):  # nothing that can be drawn
+            return None
+        finally:  # the figure, and any an attempt that failed opened
+            for number in set(plt.get_fignums()) - before:
+                plt.close(number)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -150,7 +166,7 @@ def render_html(all_results: Sequence[Results], title: str = "pyclperf report") 
         if m.get("conclusion"):
             parts.append(f"<p class='conclusion'>{html.escape(str(m['conclusion']))}</p>")
         parts.append(explain_html(res))
-        for warning in m.get("load_warnings", []) + conditions_warnings(res.rows):
+        for warning in list(m.get("load_warnings") or []) + conditions_warnings(res.rows):
             parts.append(f"<p class='meta'>warning: {html.escape(str(warning))}</p>")
         parts.append(table_html(res))
         parts.append(_device_block(res))

@@ -1,28 +1,30 @@
 """Results of a sweep: tidy rows (a pandas DataFrame) plus metadata, saved as JSON lines and CSV.
 
 The JSON-lines file is the record: its first line is the metadata, each further line one finished
-point, appended and flushed as the point completes, so an interrupted sweep keeps its points.
+point, appended and flushed as the point completes, so an interrupted sweep keeps its points. A
+sweep stopped by Ctrl-C closes the file with an "end" record saying so. Writing never leaves half
+a row behind: a write that fails (a full disk) is cut back to the last whole row, and an append
+after a line a killed process cut short starts on a line of its own (the fragment is kept in
+``<file>.torn``): writer.py. validate.py says what each line may hold.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import pandas as pd
 
-SCHEMA = "pyclperf.results/1"
+from . import validate
+from .validate import SCHEMA, ResultsFileError  # noqa: F401  (public here)
+from .writer import (LockedError, ResultsWriteError, ResultsWriter, _line,  # noqa: F401
+                     lock_path, results_lock)
 
 log = logging.getLogger(__name__)
 
-
-class LockedError(RuntimeError):
-    """Another process is writing the same results file."""
 
 # The statuses a row can end with. "ok" always means verified; everything else says why not.
 OK = "ok"                          # ran, verified against the reference, timed
@@ -51,6 +53,7 @@ class Results:
     def __init__(self, meta: dict[str, Any], rows: Iterable[dict[str, Any]] = ()) -> None:
         self.meta = dict(meta)
         self.rows: list[dict[str, Any]] = list(rows)
+        self.path: Path | None = None  # the file load() read, to name it in messages
 
     @property
     def df(self) -> pd.DataFrame:
@@ -58,7 +61,8 @@ class Results:
 
     @property
     def experiment(self) -> str:
-        return str(self.meta.get("experiment", "sweep"))
+        name = self.meta.get("experiment")
+        return "sweep" if name is None else str(name)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -113,13 +117,26 @@ class Results:
         return p
 
     def to_json(self, path: str | os.PathLike[str]) -> Path:
-        """Write the whole record as JSON lines (metadata first)."""
+        """Write the whole record as JSON lines (metadata first). The file is replaced whole or
+        not at all: written beside it, then renamed over it, so a full disk leaves the old file
+        as it was (ResultsWriteError, with these Results in its ``results``)."""
         p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        with results_lock(p), open(p, "w", encoding="utf-8") as f:
-            f.write(_line({"record": "meta", "schema": SCHEMA, **self.meta}))
-            for r in self.rows:
-                f.write(_line({"record": "row", **r}))
+        new = p.with_name(p.name + ".new")
+        with results_lock(p):
+            try:
+                with open(new, "w", encoding="utf-8") as f:
+                    f.write(_line({"record": "meta", "schema": SCHEMA, **self.meta}))
+                    for r in self.rows:
+                        f.write(_line({"record": "row", **r}))
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(new, p)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    new.unlink()
+                err = ResultsWriteError(p, exc, "the file was left as it was")
+                err.results = self
+                raise err from exc
         return p
 
     def save(self, out_dir: str | os.PathLike[str], stem: str | None = None) -> dict[str, Path]:
@@ -130,141 +147,48 @@ class Results:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Results":
+        """The record in a JSON-lines file. A line that is not JSON (cut by a killed process) is
+        skipped and named in ``meta["load_warnings"]`` (and logged); any other line that cannot
+        be used raises ResultsFileError (a ValueError) naming the file, the line and the field.
+        A closing "end" record after the last row sets ``meta["interrupted"]``."""
         meta: dict[str, Any] | None = None
         rows = []
         torn: list[str] = []
-        with open(path, encoding="utf-8") as f:
-            for number, text in enumerate(f, 1):
-                if not text.strip():
+        end: dict[str, Any] | None = None
+        with open(path, "rb") as f:
+            for number, raw in enumerate(f, 1):
+                if not raw.strip():
                     continue
                 try:
-                    record = json.loads(text)
-                except json.JSONDecodeError as exc:
+                    kind, fields = validate.record(validate.parse(raw))
+                    if kind == "meta":
+                        if meta is not None:
+                            raise validate.BadLine("a second metadata line (the first is the file's)")
+                        meta = validate.check_meta(fields)
+                    elif meta is None:
+                        raise validate.BadLine(f"a {kind} record before the metadata line")
+                    elif kind == "row":
+                        rows.append(validate.check_row(fields, meta))
+                        end = None  # rows after an end record: a later run resumed the file
+                    else:
+                        end = validate.check_end(fields)
+                except validate.TornLine as exc:
                     # A line cut by a killed process: keep every other line, but say which one
                     # was lost so a missing point is never a silent gap.
-                    torn.append(f"{path}:{number}: torn line skipped ({exc.msg}): {text.strip()[:60]!r}")
+                    text = raw.decode("utf-8", "replace").strip()
+                    torn.append(f"{path}:{number}: torn line skipped ({exc}): {text[:60]!r}")
                     log.warning("%s", torn[-1])
-                    continue
-                kind = record.pop("record", None)
-                if kind == "meta":
-                    schema = record.pop("schema", None)
-                    if schema != SCHEMA:
-                        raise ValueError(f"{path}: unknown results schema {schema!r} (want {SCHEMA})")
-                    meta = record
-                elif kind == "row":
-                    rows.append(record)
-                else:
-                    raise ValueError(f"{path}:{number}: not a pyclperf results line")
+                except validate.BadLine as exc:
+                    raise ResultsFileError(path, number, str(exc)) from None
         if meta is None:
-            raise ValueError(f"{path}: no metadata line; not a pyclperf results file")
+            raise ResultsFileError(path, None, "no metadata line; not a pyclperf results file")
         if torn:
-            meta["load_warnings"] = list(meta.get("load_warnings", [])) + torn
-        return cls(meta, rows)
-
-
-# Locks this process holds, by resolved results path: (lock file, depth). A process may take the
-# same lock twice (the CLI around the whole run, the writer around its rows); flock would refuse
-# the second open file of the same process, so the depth is counted here instead.
-_HELD: dict[Path, tuple[Any, int]] = {}
-
-
-def lock_path(path: str | os.PathLike[str]) -> Path:
-    p = Path(path)
-    return p.with_name(p.name + ".lock")
-
-
-@contextlib.contextmanager
-def results_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold an exclusive, non-blocking lock on ``<path>.lock`` so two runs never interleave rows
-    in one file; LockedError (one line) when another process holds it. The lock file is left in
-    place: removing it would let a third process lock a different inode."""
-    key = Path(path).resolve()
-    if key in _HELD:
-        f, depth = _HELD[key]
-        _HELD[key] = (f, depth + 1)
-    else:
-        key.parent.mkdir(parents=True, exist_ok=True)
-        f = open(lock_path(key), "a", encoding="utf-8")
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.close()
-            raise LockedError(f"{path} is being written by another pyclperf process "
-                              f"(lock {lock_path(path).name}); wait for it or choose another --out") from None
-        _HELD[key] = (f, 1)
-    try:
-        yield
-    finally:
-        f, depth = _HELD[key]
-        if depth > 1:
-            _HELD[key] = (f, depth - 1)
-        else:
-            del _HELD[key]
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-            f.close()
-
-
-class ResultsWriter:
-    """Appends rows to a JSON-lines file as they finish (flushed and fsynced each time, or once
-    for rows added together inside synced_once), holding the file's lock (results_lock) until
-    closed."""
-
-    def __init__(self, path: str | os.PathLike[str], meta: dict[str, Any], append: bool = False) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = results_lock(self.path)
-        self._lock.__enter__()
-        try:
-            self._f = open(self.path, "a" if append else "w", encoding="utf-8")
-        except BaseException:
-            self._lock.__exit__(None, None, None)
-            raise
-        if not append:
-            self._write({"record": "meta", "schema": SCHEMA, **meta})
-
-    _deferred = False
-
-    def _write(self, record: dict[str, Any]) -> None:
-        self._f.write(_line(record))
-        self._f.flush()
-        if not self._deferred:
-            os.fsync(self._f.fileno())
-
-    @contextlib.contextmanager
-    def synced_once(self) -> Iterator[None]:
-        """Rows added inside are flushed each (a crash of this process loses none of them) and
-        fsynced once at the end: for rows that arrive together, such as a Dask chunk's, where
-        an fsync each (milliseconds on many disks) would cost more than running them."""
-        self._deferred = True
-        try:
-            yield
-        finally:
-            self._deferred = False
-            if not self._f.closed:
-                os.fsync(self._f.fileno())
-
-    def add(self, row: dict[str, Any]) -> None:
-        self._write({"record": "row", **row})
-
-    def close(self) -> None:
-        if not self._f.closed:
-            self._f.close()
-            self._lock.__exit__(None, None, None)
-
-    def __enter__(self) -> "ResultsWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _line(record: dict[str, Any]) -> str:
-    return json.dumps(record, default=_jsonable, allow_nan=True) + "\n"
-
-
-def _jsonable(v: Any) -> Any:
-    if hasattr(v, "item"):
-        return v.item()
-    if hasattr(v, "tolist"):
-        return v.tolist()
-    return str(v)
+            meta["load_warnings"] = list(meta.get("load_warnings") or []) + torn
+        if end is not None and "interrupted" in end:
+            if end["interrupted"]:
+                meta["interrupted"] = True
+            else:  # a resumed run that finished
+                meta.pop("interrupted", None)
+        loaded = cls(meta, rows)
+        loaded.path = Path(path)
+        return loaded

@@ -20,7 +20,7 @@ import numpy as np
 from . import _core
 from ._icd import NOTE as ICD_NOTE
 from .results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, SKIPPED, TIMED, WRONG, Results,
-                      ResultsWriter)
+                      ResultsWriteError, ResultsWriter)
 from .stats import bandwidth_gbps, summarize
 
 TIMING_METHODS = ("events", "host")
@@ -106,7 +106,10 @@ def run_points(
     """Call ``measure(point)`` for each point; collect rows; keep them if interrupted.
 
     ``measure`` returns the row's measured fields (it may raise: the exception becomes the
-    row's status and error). With ``out`` a JSON-lines file, rows are written as they finish.
+    row's status and error). With ``out`` a JSON-lines file, rows are written as they finish;
+    Ctrl-C returns the finished rows with ``meta["interrupted"]`` (the file says so too), and a
+    write that fails (a full disk) stops the sweep with ResultsWriteError, whose ``results``
+    holds the rows the file holds.
     """
     points = list(points)
     stream = RowStream(Results(meta), out, total=len(points), progress=progress, append=append)
@@ -126,20 +129,42 @@ def run_points(
 
 
 class RowStream:
-    """Where finished rows go, each as soon as it finishes: the Results, the JSON-lines file
-    (flushed and fsynced), any other sinks (objects with add(row) and close(), such as a Kernel
-    Tuner cache), and the progress bar. close() keeps everything that finished."""
+    """Where finished rows go, each as soon as it finishes: the JSON-lines file (written and
+    fsynced), the Results, any other sinks (objects with add(row) and close(), such as a Kernel
+    Tuner cache), and the progress bar. close() keeps everything that finished.
+
+    The file goes first: a row it could not take (ResultsWriteError, a full disk) is in none of
+    them, so the Results and the file hold the same rows; the error carries those Results and
+    says how many there are. A Results whose ``meta["interrupted"]`` is set when it closes
+    ends the file with a record saying so."""
 
     def __init__(self, results: Results, out: str | os.PathLike[str] | None, *, total: int,
                  progress: bool | None, append: bool = False, sinks: Iterable[Any] = ()) -> None:
         self.results = results
-        self.writer = ResultsWriter(out, results.meta, append=append) if out is not None else None
+        try:
+            self.writer = ResultsWriter(out, results.meta, append=append) if out is not None else None
+        except ResultsWriteError as exc:
+            raise self._stopped(exc, "nothing ran (the file was left as it was)") from exc.__cause__
         self.sinks = [s for s in sinks if s is not None]
         self.bar = _progress(total, progress, str(results.meta.get("experiment", "sweep")))
 
+    def _stopped(self, exc: ResultsWriteError, detail: str) -> ResultsWriteError:
+        """``exc`` carrying these Results, which say why writing stopped."""
+        self.results.meta["write_error"] = exc.problem
+        exc.results = self.results
+        exc.detail = exc.detail or detail
+        return exc
+
     def add(self, row: dict[str, Any]) -> None:
+        if self.writer is not None:
+            try:
+                self.writer.add(row)
+            except ResultsWriteError as exc:
+                raise self._stopped(exc, f"the sweep stopped: its {len(self.results.rows)} "
+                                    "finished rows are in the file (and in this error's "
+                                    ".results)") from exc.__cause__
         self.results.rows.append(row)
-        for sink in ([self.writer] if self.writer is not None else []) + self.sinks:
+        for sink in self.sinks:
             sink.add(row)
         if self.bar is not None:
             self.bar.update(1)
@@ -152,7 +177,9 @@ class RowStream:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-        for sink in ([self.writer] if self.writer is not None else []) + self.sinks:
+        if self.writer is not None:
+            self.writer.close(interrupted=bool(self.results.meta.get("interrupted")))
+        for sink in self.sinks:
             sink.close()
 
 

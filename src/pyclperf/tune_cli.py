@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 # The spec keys the command line may override, and the option that does.
@@ -73,6 +74,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
         from pyclperf.engine.t4 import write_t4
 
         print(f"wrote {write_t4(results, spec.t4)}")
+    if results.meta.get("interrupted"):
+        from pyclperf.cli import EXIT_INTERRUPTED
+
+        print("interrupted: the finished configurations are saved", file=sys.stderr)
+        return EXIT_INTERRUPTED
     # Exit 1 when no config ran to completion: a tuning run with nothing to pick is a failure.
     return 0 if any(r.get("status") in ("ok", "timed") for r in results.rows) else 1
 

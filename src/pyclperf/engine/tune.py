@@ -156,7 +156,10 @@ def tune(
     * ``out``: JSON-lines file written as configurations finish; with ``resume``, an existing
       file continues only if every defining input (source, options, parameter names,
       arguments, answer, launch geometry, restrictions, device, driver, version) is unchanged.
-      ``cache``: the same rows in Kernel Tuner's cache format.
+      ``cache``: the same rows in Kernel Tuner's cache format. Ctrl-C returns the finished
+      rows with ``meta["interrupted"]``, and the file records it. A file that cannot be written
+      (a full disk) stops the sweep with ``pyclperf.ResultsWriteError`` (an OSError): the file
+      keeps every whole row written, and the error's ``results`` holds the same rows.
     * Supervision (``isolate=True``, the default): the kernel runs in a worker process that
       holds the context and buffers, so a configuration that crashes, corrupts memory or hangs
       costs its own row (``crashed``, ``out of bounds``, ``timeout``), never this process.
@@ -288,8 +291,14 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
     todo = (configs.size if count is None else count) - len(told)
     if max_fevals is not None:
         todo = min(todo, max(0, int(max_fevals) - len(resumed)))
-    stream = RowStream(Results(meta, resumed), out, total=todo, progress=progress, append=append,
-                       sinks=[kt])
+    try:
+        stream = RowStream(Results(meta, resumed), out, total=todo, progress=progress,
+                           append=append, sinks=[kt])
+    except BaseException:  # a file that cannot be written (or is locked): nothing ran
+        job.arguments.release()
+        if kt is not None:
+            kt.close()
+        raise
 
     def finish(config: Config, measured: dict[str, Any]) -> None:
         """One configuration's row: into the strategy, the results, the files and the bar."""

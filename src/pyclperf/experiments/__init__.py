@@ -77,6 +77,10 @@ def run(
     its check, else the host clock; pyclperf.clocks), "events" or "host". ``peak_gbps``, ``memory_clock_mhz`` with ``bus_width_bits``, and
     ``pcie_gbps`` override the theoretical ceilings NVML would give (``fraction_of_peak``);
     ``options`` go to the experiment's constructor.
+
+    Ctrl-C returns the finished points with ``meta["interrupted"]`` (``out`` records it too).
+    A full disk (or an ``out`` that cannot be written) stops the sweep with ResultsWriteError:
+    ``out`` keeps every whole row written, and the error's ``results`` holds the same rows.
     """
     from ..context import Context
     from ..peak import theoretical
