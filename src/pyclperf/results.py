@@ -99,8 +99,8 @@ class Results:
         return dict(pick(rows, key=lambda r: float(r[metric])))
 
     def explain(self, profile: Any = None, **kwargs: Any) -> Any:
-        """This tune run on the device's measured roofline: pyclperf.roofline.explain(self,
-        profile, **kwargs) (``source=``, ``args=`` as given to tune, or ``bytes=``; ``flops=``,
+        """This tune run on the device's measured roofline: ``pyclperf.roofline.explain(self,
+        profile, **kwargs)`` (``source=``, ``args=`` as given to tune, or ``bytes=``; ``flops=``,
         ``config=``, ...). Returns an Explanation (``.text()``, ``.figure()``)."""
         from .roofline.explaining import explain
 
