@@ -253,3 +253,20 @@ def test_compare_joins_on_every_parameter_a_run_sweeps(tmp_path, capsys):
               row(0, 20.0, local_size=32), row(1, 5.0, local_size=32))
     assert cli.main(["compare", str(c), str(d), "--force"]) == 0
     assert "2.000" in capsys.readouterr().out
+
+
+def test_compare_of_a_file_whose_figure_groups_by_status(tmp_path):
+    """Found by the fuzz test on another pandas: a figure grouped by 'status' made status a join
+    key, and the join then asked for a column it had renamed (KeyError: 'status')."""
+    from pyclperf import cli
+
+    meta = {"record": "meta", "schema": "pyclperf.results/1", "experiment": "offset",
+            "title": "Offset", "x": "offset", "method": "events", "device": {"name": "A"},
+            "versions": {"pyclperf": "0.1.0"},
+            "plot": {"kind": "lines", "y": "gbps", "ylabel": "GB/s", "group": "status"}}
+    rows = [{"record": "row", "offset": o, "status": s, "median_ns": 1.0, "min_ns": 1.0,
+             "max_ns": 1.0, "bytes": 8, "gbps": g, "error": "", "verified": True}
+            for o, s, g in ((1, "ok", None), (0, "ok", 1.0), (0, "timed", 1.0))]
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [meta, *rows]) + "\n")
+    assert cli.main(["compare", str(path), str(path)]) == 0

@@ -194,8 +194,13 @@ def compare(a: Results, b: Results, metric: str | None = None, force: bool = Fal
     name_b = str((b.meta.get("device") or {}).get("name", "B"))
     if name_a == name_b:
         name_a, name_b = f"{name_a} (A)", f"{name_b} (B)"
-    left = da[keys + [metric, "status"]].rename(columns={metric: name_a, "status": "status A"})
-    right = db[keys + [metric, "status"]].rename(columns={metric: name_b, "status": "status B"})
+    # The status joins as a column of each side, unless it is itself a key (a file whose
+    # figure groups by status): then it is matched, not shown twice.
+    extra = [] if "status" in keys else ["status"]
+    left = da[keys + [metric] + extra].rename(columns={metric: name_a, "status": "status A"}
+                                              if extra else {metric: name_a})
+    right = db[keys + [metric] + extra].rename(columns={metric: name_b, "status": "status B"}
+                                               if extra else {metric: name_b})
     joined = left.merge(right, on=keys, how="outer")
     joined["ratio B/A"] = joined[name_b] / joined[name_a]
     joined.attrs.update(differences=diffs, metric=metric, header=header(metric))
