@@ -16,8 +16,8 @@
    --global-bandwidth --compute-sp"``) and parses its text output; ``--clpeak-output FILE``
    parses a saved one; ``--clpeak-read-gbps`` / ``--clpeak-fp32-gflops`` take the figures.
 
-5. ``pyclperf explain`` on the README's vector addition (examples/vadd.json) and on the tiled
-   matrix product (examples/tiled_matmul.json, n = 1024, ``--flops 2*1024**3``) on that
+5. ``pyclperf explain`` on the README's vector addition (notebooks/specs/vadd.json) and on the tiled
+   matrix product (notebooks/specs/tiled_matmul.json, n = 1024, ``--flops 2*1024**3``) on that
    profile: the binding roof and the % of it (``--figures DIR`` keeps the figures).
 
 Prints a table (markdown, for RESULTS.md) and writes every figure to ``--json``. ``--quick``
@@ -225,17 +225,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--clpeak-read-gbps", type=float, default=None, help="clpeak's best global-memory bandwidth")
     ap.add_argument("--clpeak-fp32-gflops", type=float, default=None, help="clpeak's best single-precision compute")
     ap.add_argument("--no-explain", action="store_true",
-                    help="skip pyclperf explain on examples/vadd.json and examples/tiled_matmul.json")
+                    help="skip pyclperf explain on notebooks/specs/vadd.json and notebooks/specs/tiled_matmul.json")
     ap.add_argument("--figures", default=None, metavar="DIR", help="keep the explain figures here")
     return ap.parse_args(argv)
 
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[1] / "notebooks" / "specs"
 
 
 def run_explain(device: str, spec: str, extra: list[str], profiles: Path, work: Path,
                 figures: Path | None, size: int | None = None) -> dict[str, Any]:
-    """``pyclperf explain`` on a copy of an example spec (so no file lands in examples/), on
+    """``pyclperf explain`` on a copy of an example spec (so no file lands in notebooks/specs/), on
     the profile just measured; its headline and figure. ``size`` shrinks a square spec."""
     for f in EXAMPLES.glob(f"{spec}.*"):
         (work / f.name).write_text(f.read_text())

@@ -1,6 +1,6 @@
 """``pyclperf explain`` and ``Results.explain``: bytes counted from argument qualifiers, the roof
 that binds, the % of it, sensitivities and the figure, on the README's vector addition and a
-tiled matrix product (tune specs in examples/), on the device under test."""
+tiled matrix product (tune specs in notebooks/specs/), on the device under test."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pyclperf.roofline import traffic
 from pyclperf.roofline.explaining import memory_roof, sensitivity
 from pyclperf.roofline.profiling import Profile
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = Path(__file__).parent.parent / "notebooks" / "specs"
 PNG = b"\x89PNG\r\n\x1a\n"
 
 MIXED = """
