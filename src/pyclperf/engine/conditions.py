@@ -126,9 +126,9 @@ class Conditions:
     def _other_processes(self) -> list[int]:
         """Processes computing on this GPU other than this one, its parent and its own worker
         processes (a supervised sweep's worker, the sweep itself, warm workers kept idle)."""
-        from . import supervisor
+        from .worker_process import worker_pids
 
-        mine = {os.getpid(), os.getppid(), *supervisor.worker_pids()}
+        mine = {os.getpid(), os.getppid(), *worker_pids()}
         found = self._ask(lambda: self.nvml.nvmlDeviceGetComputeRunningProcesses(self.handle)) or []
         return sorted({int(p.pid) for p in found if int(getattr(p, "pid", -1)) not in mine})
 

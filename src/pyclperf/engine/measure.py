@@ -237,23 +237,6 @@ def memory_check(job: Job, config: Config, values: list[Any], g: list[int],
     return time.perf_counter() - t0
 
 
-def probe_extent(job: Job, config: Config, guard_bytes: int) -> tuple[str, bool]:
-    """One launch of ``config`` with guard zones of ``guard_bytes``: (what the guards saw,
-    whether the write reached past them too). How far a write past an array's end really
-    goes is found by a supervisor asking fresh worker processes with ever wider guards: the
-    process that saw the write escape its guard may be damaged already."""
-    g, local = launch_geometry(job, config)
-    kernel = _build(job, config, {})
-    _check_launch(kernel, g, local)
-    args = job.arguments
-    args.guard_bytes = int(guard_bytes)
-    values = job.resolve_args(config)
-    args.bind(kernel, values, math.prod(g), _indices(job.inout, [a.name for a in kernel.args],
-                                                      "inout"))
-    _launch(kernel, g, local)
-    return args.guard_problem(), args.escaped
-
-
 def verified_launch(job: Job, config: Config, row: dict[str, Any],
                     judged: list[Any] | None = None) -> tuple[Any, list[int], list[int] | None, list[int]]:
     """Build, bind and launch once with outputs poisoned and guard zones checked; raises

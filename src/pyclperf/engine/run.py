@@ -4,7 +4,7 @@ worker process by default), its outputs back or an exception that says what went
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..results import CRASHED, INVALID, LAUNCH_FAILED, OUT_OF_BOUNDS, TIMEOUT
 from . import supervisor

@@ -15,9 +15,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-import numpy as np
-
-from .. import _core
 from ..results import INVALID, TIMEOUT, Results
 from ..sweep import RowStream, base_meta
 from . import fingerprint as fp

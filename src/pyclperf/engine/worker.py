@@ -46,6 +46,27 @@ def _die_with_parent() -> None:
         pass
 
 
+def probe_extent(job: Any, config: dict[str, Any], guard_bytes: int) -> tuple[str, bool]:
+    """One launch of ``config`` with guard zones of ``guard_bytes``: (what the guards saw,
+    whether the write reached past them too). How far a write past an array's end really
+    goes is found by a supervisor asking fresh worker processes with ever wider guards: the
+    process that saw the write escape its guard may be damaged already."""
+    import math
+
+    from .measure import _build, _check_launch, _indices, _launch, launch_geometry
+
+    g, local = launch_geometry(job, config)
+    kernel = _build(job, config, {})
+    _check_launch(kernel, g, local)
+    args = job.arguments
+    args.guard_bytes = int(guard_bytes)
+    values = job.resolve_args(config)
+    args.bind(kernel, values, math.prod(g), _indices(job.inout, [a.name for a in kernel.args],
+                                                      "inout"))
+    _launch(kernel, g, local)
+    return args.guard_problem(), args.escaped
+
+
 class Server:
     """One worker's state: its context and the job it serves."""
 
@@ -88,7 +109,7 @@ class Server:
         return ("row", row, tainted)
 
     def extent(self, config: dict[str, Any], guard_bytes: int) -> tuple[Any, ...]:
-        from .measure import ConfigFailed, probe_extent
+        from .measure import ConfigFailed
 
         try:
             return ("extent", *probe_extent(self.job, config, guard_bytes))
