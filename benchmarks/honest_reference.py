@@ -1,4 +1,4 @@
-"""GPU benchmark (issue 17): every CUDA ratio RESULTS.md states, re-measured in one process
+"""GPU benchmark: every CUDA ratio RESULTS.md states, re-measured in one process
 against the honest CUDA reference (pyclperf.reference_cuda).
 
 Run on the GPU machine after `pip install --no-build-isolation .`:

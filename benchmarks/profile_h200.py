@@ -1,4 +1,4 @@
-"""The device profile against its references, in one call (issue 27's "done when"):
+"""The device profile against its references, in one call, each against its criterion:
 
     python benchmarks/profile_h200.py --device nvidia [--clpeak "CMD"] [--json out.json]
 

@@ -1,4 +1,4 @@
-"""The command line (issue 16): --version, help on every option, the experiment list in
+"""The command line: --version, help on every option, the experiment list in
 run --help, run --json, documented exit codes, and compare's refusals and regression gate."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""pyclperf guide (issue 16): every experiment in its own process, a hang or a crash costs that
+"""pyclperf guide: every experiment in its own process, a hang or a crash costs that
 experiment only, one self-contained page with a summary, plots, source figures and verdicts."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """benchmarks/honest_reference.py end to end at tiny sizes: without CuPy every CUDA column says
 it was skipped and why; with a NumPy stand-in for CuPy (tests/fake_cupy.py) every figure gets
-a CUDA value, a how-timed note and a ratio (issue 17)."""
+a CUDA value, a how-timed note and a ratio."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Nothing lost (issue 16): one writer per results file, torn lines named on load, --out and
+"""Nothing lost: one writer per results file, torn lines named on load, --out and
 sizes checked before anything runs, and every bad input answered in one line that names it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Figures pass a reader's look (issue 16): each experiment drawn with its own plot in the
+"""Figures pass a reader's look: each experiment drawn with its own plot in the
 report, labelled bands and error bars, models on their own panel, no line wrapping back, times
 in a unit a reader takes in, tables that scroll instead of spilling over."""
 

@@ -1,5 +1,5 @@
 """The CUDA reference's batching, driven by a fake clock (no CUDA needed), and what it says
-where CuPy is missing (issue 17)."""
+where CuPy is missing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CUDA reference, timed one honest way (issue 17): CUDA's own copy and transfers, float4
+"""The CUDA reference, timed one honest way: CUDA's own copy and transfers, float4
 copy / read / fill kernels, and cuBLAS GEMM, each verified, each timed by CUDA events around a
 batch of back-to-back launches.
 

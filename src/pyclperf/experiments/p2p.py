@@ -71,7 +71,7 @@ class P2P(Sweep):
     title = "Device-to-device copies: one shared context, through the host, and CUDA's peer copy"
     x = "size_bytes"
     x_label = "copy size (bytes)"
-    guide = "issue 13: GPU-to-GPU transfers"
+    guide = "GPU-to-GPU transfers"
     plot = {"kind": "modes", "group": "mode", "logx": True, "logy": True}
     size_arg, values_arg, local_size_arg = "max_bytes", "sizes", None
 
