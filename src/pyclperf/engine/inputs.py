@@ -47,6 +47,10 @@ def options_text(options: str | Sequence[str], compiler_options: Sequence[str] |
 
 
 
+# A configuration's time limit grows by this when it is first run on Oclgrind (check="memory").
+MEMCHECK_ALLOWANCE_S = 120.0
+
+
 def supervise(job: Job, ctx: Any) -> supervisor.Supervisor:
     """A supervisor for ``job`` on ``ctx``'s device (the default device when None), the job
     serialised for its workers."""
@@ -54,6 +58,8 @@ def supervise(job: Job, ctx: Any) -> supervisor.Supervisor:
 
     job.forget_args()
     sup = supervisor.checkout(supervisor.device_spec(ctx))
+    if job.check == "memory":  # each configuration runs on Oclgrind first: slow by design
+        sup.allowance_s = MEMCHECK_ALLOWANCE_S
     try:
         sup.load(JobSpec.of(job, "").fields)
     except BaseException:

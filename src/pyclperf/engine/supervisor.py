@@ -49,6 +49,7 @@ class Supervisor:
         self.worker = worker
         self.job: tuple[str, bytes, str | None] | None = None  # id, message, its buffer file
         self.slowest_s = 0.0
+        self.allowance_s = 0.0  # added to every limit (supervise(): check="memory")
         self.restarts = 0
 
     # --- the worker ---------------------------------------------------------------------
@@ -89,21 +90,23 @@ class Supervisor:
         self.job = (uuid.uuid4().hex, message, path)
 
     def limit(self, timeout: float | None) -> float:
-        """Seconds one configuration may take: the caller's, or the automatic rule."""
+        """Seconds one configuration may take: the caller's, or the automatic rule; plus the
+        allowance of a job whose configurations run on Oclgrind first (check="memory")."""
         if timeout is not None:
-            return float(timeout)
-        return max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * self.slowest_s)
+            return float(timeout) + self.allowance_s
+        return max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * self.slowest_s) + self.allowance_s
 
     # --- one configuration --------------------------------------------------------------
     def run(self, kind: str, config: dict[str, Any], timeout: float | None,
-            on_crash: Callable[[str], tuple[Any, ...]], *extra: Any) -> tuple[Any, ...]:
+            on_crash: Callable[[str], tuple[Any, ...]], *extra: Any,
+            cap: float | None = None) -> tuple[Any, ...]:
         """One request for ``config``; a dead or hung worker's answer comes from ``on_crash``
         (with the reason) or a TIMEOUT reply. A worker that had run other configurations
         before it died gets the configuration once more, alone in a fresh worker."""
         for attempt in (1, 2):
             worker = self._ready()
             fresh = worker.ran == 0
-            limit = self.limit(timeout)
+            limit = self.limit(timeout) if cap is None else min(self.limit(timeout), cap)
             t0 = time.monotonic()
             try:
                 reply = worker.request((kind, config, *extra), limit)
@@ -128,12 +131,13 @@ class Supervisor:
             return reply
         raise AssertionError("unreachable")
 
-    def measure(self, config: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+    def measure(self, config: dict[str, Any], timeout: float | None,
+                cap: float | None = None) -> dict[str, Any]:
         """The measured part of one configuration's row, as measure.measure() returns it."""
         def crashed(why: str) -> tuple[Any, ...]:
             return ("row", {"status": CRASHED, "error": why, "verified": False}, True)
 
-        reply = self.run("measure", config, timeout, crashed)
+        reply = self.run("measure", config, timeout, crashed, cap=cap)
         if reply[0] == "timeout":
             return {"status": TIMEOUT, "error": reply[1], "verified": False}
         if reply[0] == "error":

@@ -26,9 +26,6 @@ from .searchspace import Space
 from .space import Config, Divisor, Geometry, compile_divisors, config_key
 from .verification import Verification
 
-# A configuration's time limit grows by this when it is first run on Oclgrind (check="memory").
-MEMCHECK_ALLOWANCE_S = 120.0
-
 
 def _defining(job: Job, params: Mapping[str, Any], restrictions: Sequence[Any],
               ctx: Any) -> dict[str, str]:
@@ -332,8 +329,8 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
             left = None if time_limit is None else float(time_limit) - (time.monotonic() - started)
             if left is not None and left <= 0:
                 break
-            own = sup.limit(timeout) + (MEMCHECK_ALLOWANCE_S if job.check else 0.0)
-            row = sup.measure(config, own if left is None else min(own, left))
+            own = sup.limit(timeout)
+            row = sup.measure(config, timeout, cap=left)
             if row["status"] == TIMEOUT and left is not None and left < own:
                 stream.results.meta["stopped"] = "time_limit"  # cut by the run's limit: no row
                 break
