@@ -9,7 +9,7 @@ OUT    ?= results
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # What the build and the CPU OpenCL device need from the distribution; oclgrind, the OpenCL
-# device simulator, for memory checks (pyclperf.engine.memcheck).
+# device simulator, for memory checks (pyclperf.tuner.memcheck).
 DEBS := g++ ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers \
         pocl-opencl-icd clinfo bubblewrap oclgrind
 

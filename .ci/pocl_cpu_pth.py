@@ -12,7 +12,7 @@ _name = os.environ.get("WHEEL_CHECK_POCL_CPU")
 if _name:
     _site = sysconfig.get_paths()["purelib"]
     _spec = importlib.util.spec_from_file_location(
-        "_wheel_check_pocl_cpu", os.path.join(_site, "pyclperf", "_pocl_cpu.py"))
+        "_wheel_check_pocl_cpu", os.path.join(_site, "pyclperf", "device", "pocl_cpu.py"))
     assert _spec is not None and _spec.loader is not None
     _mod = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(_mod)

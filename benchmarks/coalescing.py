@@ -6,7 +6,7 @@ Run on the GPU machine after `pip install --no-build-isolation .`:
 
 It runs both sweeps at their GPU defaults (every point verified), saves their results and
 plots in OUTDIR, measures CuPy's device-to-device copy in the same process (through
-pyclperf.reference_cuda: CUDA events around batches of back-to-back launches), and prints the
+pyclperf.reference.cuda: CUDA events around batches of back-to-back launches), and prints the
 aligned copy's ratio to it. Figures go into benchmarks/RESULTS.md by hand, with the date.
 """
 
@@ -22,11 +22,11 @@ from typing import Any
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import pyclperf
-from pyclperf import reference_cuda as rc
+from pyclperf.reference import cuda as rc
 
 
 def cuda_copy(ref: rc.CudaReference, nbytes: int) -> dict[str, Any]:
-    """cupy.copyto of ``nbytes`` through pyclperf.reference_cuda: verified, and timed by CUDA
+    """cupy.copyto of ``nbytes`` through pyclperf.reference.cuda: verified, and timed by CUDA
     events around batches of back-to-back launches (the host's launch gap stays out of it, as
     it does from pyclperf's event times). Bytes read + written."""
     prepared = ref.device_copy(nbytes, "copyto")

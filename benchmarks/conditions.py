@@ -63,7 +63,7 @@ def main() -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     import pyclperf
-    from pyclperf.peak import theoretical
+    from pyclperf.device.peak import theoretical
 
     ctx = pyclperf.Context(args.device)
     out: dict[str, Any] = {"device": ctx.info.name, "driver": ctx.info.driver_version}

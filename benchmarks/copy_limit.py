@@ -7,7 +7,7 @@ Run on the GPU machine after `pip install --no-build-isolation .`:
 Step 1 tunes the copy kernels of kernels/vector.cl with pyclperf.tune (element width, elements
 per work-item, work-group size, and the grid-stride kernel's work-groups per compute unit), each
 configuration verified on a 1 GiB buffer. Step 2 takes the fastest configurations and times them
-against cudaMemcpyAsync (through CuPy, by pyclperf.reference_cuda: CUDA events around batches of
+against cudaMemcpyAsync (through CuPy, by pyclperf.reference.cuda: CUDA events around batches of
 back-to-back launches, so the host's launch gap stays out as it does from OpenCL's event times)
 in alternating rounds, so that clock and thermal drift hit both sides alike: the figure is the
 median over rounds of (pyclperf / CuPy) per round.
@@ -27,9 +27,9 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import numpy as np
 
 import pyclperf
-from pyclperf import reference_cuda as rc
-from pyclperf.checks import random_bytes
-from pyclperf.results import OK, SKIPPED
+from pyclperf.reference import cuda as rc
+from pyclperf.measure.checks import random_bytes
+from pyclperf.measure.results import OK, SKIPPED
 
 MiB = 1 << 20
 
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     except rc.CudaUnavailableError as exc:
         raise SystemExit(str(exc)) from None
     ctx = pyclperf.Context(args.device)
-    peak = pyclperf.peak.theoretical(ctx)
+    peak = pyclperf.device.peak.theoretical(ctx)
     print(f"device: {ctx.info.name} | {ctx.info.platform_version} | driver {ctx.info.driver_version}")
     tuned = tune_copies(ctx, nbytes, args.quick)
     ok = sorted((r for r in tuned.rows if r.get("status") == OK), key=lambda r: -r["GB/s"])

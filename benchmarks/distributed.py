@@ -42,8 +42,8 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import numpy as np  # noqa: E402
 
 from pyclperf import Context, tune  # noqa: E402
-from pyclperf.engine import remote  # noqa: E402
-from pyclperf.engine.distributed import Fleet  # noqa: E402
+from pyclperf.tuner import remote  # noqa: E402
+from pyclperf.tuner.distributed import Fleet  # noqa: E402
 
 TRIVIAL = """__kernel void k(__global int* out) { out[get_global_id(0)] = K; }"""
 
@@ -114,7 +114,7 @@ def _bare_dask_ms(client: Any, n: int) -> float:
     completes), in ms per task."""
     from distributed import as_completed
 
-    from pyclperf.engine.distributed import AHEAD_PER_WORKER, RESOURCE
+    from pyclperf.tuner.distributed import AHEAD_PER_WORKER, RESOURCE
 
     t0 = time.perf_counter()
     pending, sent = as_completed(), 0

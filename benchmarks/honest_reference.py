@@ -1,5 +1,5 @@
 """GPU benchmark: every CUDA ratio RESULTS.md states, re-measured in one process
-against the honest CUDA reference (pyclperf.reference_cuda).
+against the honest CUDA reference (pyclperf.reference.cuda).
 
 Run on the GPU machine after `pip install --no-build-isolation .`:
 
@@ -34,11 +34,11 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import numpy as np
 
 import pyclperf
-from pyclperf import reference_cuda as rc
-from pyclperf.checks import compare, poison_device, random_bytes
+from pyclperf.reference import cuda as rc
+from pyclperf.measure.checks import compare, poison_device, random_bytes
 from pyclperf.experiments._transfer import Mode, TransferRig
 from pyclperf.experiments.vector import COPIES, VectorWidth
-from pyclperf.sweep import package_versions
+from pyclperf.measure.sweep import package_versions
 
 MiB = 1 << 20
 OPENCL_HOW = "OpenCL events (each command's own start/end), median of {r} launches per round"

@@ -5,7 +5,7 @@
 1. ``pyclperf profile --refresh`` in a process of its own, timed by the wall clock around the
    whole command (import, context, every measurement, the file written): at most 60 s.
 2. Its DRAM read ceiling against a CUDA float4 read (sum) kernel through CuPy
-   (pyclperf.reference_cuda, fastest launch shape, verified), timed by CUDA events around 20
+   (pyclperf.reference.cuda, fastest launch shape, verified), timed by CUDA events around 20
    back-to-back launches, in batches, over the same number of bytes: at least 0.99x.
 3. The last-level cache size it found against CUDA's ``l2CacheSize``
    (``cupy.cuda.runtime.getDeviceProperties(0)``): within 25%; its read bandwidth beside
@@ -64,7 +64,7 @@ def run_profile(device: str, quick: bool, folder: Path) -> dict[str, Any]:
 
 def cuda_read(nbytes: int) -> dict[str, Any]:
     """CUDA's read kernel over ``nbytes``: fastest shape, verified, CUDA_LAUNCHES per batch."""
-    from pyclperf import reference_cuda as rc
+    from pyclperf.reference import cuda as rc
 
     try:
         prepared = rc.CudaReference().read_kernel(nbytes)
@@ -78,7 +78,7 @@ def cuda_read(nbytes: int) -> dict[str, Any]:
 
 
 def cuda_l2_bytes() -> dict[str, Any]:
-    from pyclperf import reference_cuda as rc
+    from pyclperf.reference import cuda as rc
 
     try:
         cp = rc.cupy_module()

@@ -90,7 +90,7 @@ def main() -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     import pyclperf
-    from pyclperf.engine import supervisor
+    from pyclperf.tuner import supervisor
 
     ctx = pyclperf.Context(args.device)
     out: dict[str, Any] = {"device": ctx.info.name, "driver": ctx.info.driver_version}

@@ -7,7 +7,7 @@ Run on the GPU machine after `pip install --no-build-isolation .`:
 
 pyclperf: pinned and pageable host-to-device and device-to-host at 256 MiB (direct
 read/write, event-timed, every batch verified), enqueueCopyBuffer of 1 GiB, and the fastest
-verified vector copy variant on 1 GiB buffers. CUDA (pyclperf.reference_cuda, through CuPy):
+verified vector copy variant on 1 GiB buffers. CUDA (pyclperf.reference.cuda, through CuPy):
 the same transfers through cudaMemcpyAsync and a 1 GiB device-to-device copy, each verified,
 timed by CUDA events around batches of back-to-back launches so that the host's launch gap is
 no part of the figure (as it is none of OpenCL's event times). pyclperf's figures are the median
@@ -32,11 +32,11 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import numpy as np
 
 import pyclperf
-from pyclperf import reference_cuda as rc
-from pyclperf.results import OK
+from pyclperf.reference import cuda as rc
+from pyclperf.measure.results import OK
 from pyclperf.experiments._transfer import Mode, TransferRig
 from pyclperf.experiments.vector import VectorWidth
-from pyclperf.sweep import package_versions
+from pyclperf.measure.sweep import package_versions
 
 MiB = 1 << 20
 HOST_MODES = [Mode(d, h) for h in ("pinned", "pageable") for d in ("h2d", "d2h")]
@@ -109,7 +109,7 @@ def pyclperf_figures(ctx: Any, args: argparse.Namespace) -> dict[str, dict[str, 
     return figures
 
 
-# --- CUDA (CuPy), through pyclperf.reference_cuda ------------------------------------------
+# --- CUDA (CuPy), through pyclperf.reference.cuda ------------------------------------------
 
 def cuda_reference_or_exit() -> rc.CudaReference:
     """The CUDA reference, or a clear message and exit status 2."""
@@ -147,7 +147,7 @@ def cupy_figures(ref: rc.CudaReference, args: argparse.Namespace) -> dict[str, d
 # --- report ----------------------------------------------------------------------------------
 
 def comparison(ours: dict[str, dict[str, Any]], cuda: dict[str, dict[str, Any]] | None,
-               peak: pyclperf.peak.PeakBandwidth) -> list[dict[str, Any]]:
+               peak: pyclperf.device.peak.PeakBandwidth) -> list[dict[str, Any]]:
     rows = []
     for name, fig in ours.items():
         ceiling = peak.gbps("pcie" if name.endswith(("h2d", "d2h")) else "dram")
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     ref = None if args.skip_cupy else cuda_reference_or_exit()
     ctx = pyclperf.Context(args.device)
-    peak = pyclperf.peak.theoretical(ctx, peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps)
+    peak = pyclperf.device.peak.theoretical(ctx, peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps)
     print(f"device: {ctx.info.name} | {ctx.info.platform_version} | driver {ctx.info.driver_version}")
     print(f"peak: DRAM {peak.dram_source}; PCIe {peak.pcie_source}", flush=True)
     ours = pyclperf_figures(ctx, args)

@@ -1,4 +1,4 @@
-"""A stand-in for CuPy on NumPy, for driving pyclperf.reference_cuda where no CUDA exists.
+"""A stand-in for CuPy on NumPy, for driving pyclperf.reference.cuda where no CUDA exists.
 
 It does the real work on the host (copies, fills, sums, products), so each reference's own check
 sees right or wrong results, and it keeps a device clock that every launch advances by

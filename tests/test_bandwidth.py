@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf import guide_figures, tool_figures
+from pyclperf.guide import figures as guide_figures
+from pyclperf.reference import tool_figures
 from pyclperf.experiments import bandwidth as bandwidth_module
 from pyclperf.experiments.bandwidth import (MODES, Bandwidth, convert_input, default_nbytes,
                                             half_ties)

@@ -8,7 +8,7 @@ import pytest
 
 import pyclperf
 from pyclperf import cli
-from pyclperf.bankmodel import (conflict_degree, strided_degree, strided_degree_formula,
+from pyclperf.theory.bankmodel import (conflict_degree, strided_degree, strided_degree_formula,
                                 strided_words)
 from pyclperf.experiments.banks import Banks
 from pyclperf.experiments.base import run_experiment

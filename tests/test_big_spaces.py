@@ -21,11 +21,11 @@ import pytest
 
 import pyclperf
 from pyclperf import tune
-from pyclperf.engine.measure import prune
-from pyclperf.engine.restrictions import compile_restrictions
-from pyclperf.engine.searchspace import EXACT_LIMIT, Shuffle, Space
-from pyclperf.engine.space import configurations
-from pyclperf.engine.strategies import make_strategy
+from pyclperf.tuner.measure import prune
+from pyclperf.tuner.restrictions import compile_restrictions
+from pyclperf.tuner.searchspace import EXACT_LIMIT, Shuffle, Space
+from pyclperf.tuner.space import configurations
+from pyclperf.tuner.strategies import make_strategy
 
 NEEDS_OPTUNA = pytest.mark.skipif(importlib.util.find_spec("optuna") is None,
                                   reason="optuna is not installed (pip install \"pyclperf[tune]\")")
@@ -186,7 +186,7 @@ def test_dry_run_of_a_billion_configurations_answers_in_seconds(tmp_path: Path) 
 # --- the restriction evaluator's bounds -----------------------------------------------------
 def test_nested_powers_are_refused_within_a_second(tmp_path: Path) -> None:
     # In a fresh interpreter: before the bounds, each of these ran for minutes.
-    code = ("import time; from pyclperf.engine.restrictions import compile_restrictions\n"
+    code = ("import time; from pyclperf.tuner.restrictions import compile_restrictions\n"
             "t = time.perf_counter()\n"
             "try:\n"
             f"    compile_restrictions([{NESTED!r}], ['x'])\n"

@@ -14,7 +14,7 @@ from pyclperf import cli
 from pyclperf.experiments.base import run_experiment
 from pyclperf.experiments.constant import CONV_VARIANTS, ConstantMemory
 from pyclperf.experiments.texture import TEX_VARIANTS, Texture, sample_reference
-from pyclperf.peak import theoretical
+from pyclperf.device.peak import theoretical
 
 QUICK = {"warmup": 1, "repeats": 2}
 W, H = 128, 16  # constant: a small image; texture uses 64 x 32 (powers of two)

@@ -1,11 +1,11 @@
-"""The one set of comparisons (pyclperf.checks) and the experiments' kit (experiments/_kit.py):
+"""The one set of comparisons (pyclperf.measure.checks) and the experiments' kit (experiments/_kit.py):
 each comparison says how many elements differ and the first, and NaN never passes."""
 
 import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf.checks import (POISON_U32, check_product, compare, compare_close, compare_ulp,
+from pyclperf.measure.checks import (POISON_U32, check_product, compare, compare_close, compare_ulp,
                              gamma, max_abs_error, outside, ulp32)
 from pyclperf.experiments._kit import (DEFAULT_LOCAL_SIZE, check_launch, conclude_variants,
                                       floats_to_sum, pick, tree_local_size)
@@ -45,8 +45,8 @@ def test_ulp_compare():
 
 def test_every_comparison_reports_in_one_wording():
     """checks.first_mismatch words them all, tune()'s verification included (N-d index there)."""
-    from pyclperf.checks import first_mismatch
-    from pyclperf.engine.verification import mismatch
+    from pyclperf.measure.checks import first_mismatch
+    from pyclperf.tuner.verification import mismatch
 
     got, want = np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)
     got[1, 2] = 5.0
@@ -96,7 +96,7 @@ def test_the_launch_check_is_the_cores(ctx):
 # --- verification at device speed (kernels/verify.cl) --------------------------------------------
 
 def test_the_device_generator_is_the_numpy_one(ctx):
-    from pyclperf.checks import DeviceCheck, random_words
+    from pyclperf.measure.checks import DeviceCheck, random_words
 
     dev = DeviceCheck(ctx)
     for seed, n in ((0, 1), (1, 1000), (2**63 + 12345, 4099), (2**64 - 1, 300)):
@@ -114,7 +114,7 @@ def test_the_device_generator_is_the_numpy_one(ctx):
 
 
 def test_the_device_compare_counts_and_names_the_first(ctx):
-    from pyclperf.checks import DeviceCheck, random_words
+    from pyclperf.measure.checks import DeviceCheck, random_words
 
     dev = DeviceCheck(ctx)
     n, seed = 5000, 99

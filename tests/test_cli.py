@@ -10,7 +10,7 @@ import pytest
 
 import pyclperf
 from pyclperf import cli
-from pyclperf.compare import MismatchError, compare, differences
+from pyclperf.views.compare import MismatchError, compare, differences
 from pyclperf.experiments import catalogue
 
 ITEMS = 4096

@@ -1,7 +1,7 @@
 """Every device's event clock is checked against the host clock before it is believed.
 
 A placeholder event clock (queued 0, submit 1, start 2, end 3 for every command; a timer
-resolution of 0) is faked by pyclperf's test hook, _fake_clock.py: in this process by
+resolution of 0) is faked by pyclperf's test hook, device/fake_clock.py: in this process by
 install()/uninstall(), in a child process by PYCLPERF_FAKE_EVENT_CLOCK=placeholder, which the
 package reads at import (tune()'s worker processes inherit it). The kernels still run on the
 device; only the timestamps the Python layer receives are replaced, so the check works on what
@@ -24,8 +24,9 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf import _fake_clock, clocks
-from pyclperf.engine.timing import time_adaptively, wall_limit_s
+from pyclperf.device import fake_clock as _fake_clock
+from pyclperf.device import clocks
+from pyclperf.measure.timing import time_adaptively, wall_limit_s
 from pyclperf.experiments.base import MAX_REPEATS
 
 # GB/s: far above what any device's copies reach (an H200's caches included), far below what

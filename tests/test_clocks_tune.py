@@ -15,8 +15,11 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf import _fake_clock, cli, clocks, guide
-from pyclperf.engine.spec import SpecError, parse_spec
+from pyclperf import cli
+from pyclperf.device import fake_clock as _fake_clock
+from pyclperf.device import clocks
+from pyclperf.guide import run as guide
+from pyclperf.tuner.spec import SpecError, parse_spec
 
 from test_clocks import _child_env
 

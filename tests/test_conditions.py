@@ -1,4 +1,4 @@
-"""engine.conditions: the clocks, throttle reasons, power, temperature and energy around a point,
+"""tuner.conditions: the clocks, throttle reasons, power, temperature and energy around a point,
 from NVML, and the flags a row gets when the GPU was not at full speed or not alone. NVML is
 stood in for (pynvml's names, an H200's figures); the GPU suite reads the real one."""
 
@@ -10,8 +10,8 @@ import types
 
 import pytest
 
-from pyclperf.engine import conditions
-from pyclperf.engine.conditions import Conditions, energy_columns
+from pyclperf.measure import conditions
+from pyclperf.measure.conditions import Conditions, energy_columns
 
 H200 = types.SimpleNamespace(name="NVIDIA H200", vendor="NVIDIA Corporation",
                              platform_name="NVIDIA CUDA")
@@ -41,7 +41,7 @@ def fake_nvml(sm=1980, reasons=0, others=(), energy_step_mj=500):
         nvmlDeviceGetCurrentClocksEventReasons=lambda h: reasons,
         nvmlDeviceGetTotalEnergyConsumption=total_energy,
         nvmlDeviceGetComputeRunningProcesses=lambda h: procs,
-        # What pyclperf.peak asks for the theoretical ceilings (an H200's figures).
+        # What pyclperf.device.peak asks for the theoretical ceilings (an H200's figures).
         nvmlDeviceGetMemoryBusWidth=lambda h: 6144, nvmlDeviceGetMaxPcieLinkGeneration=lambda h: 5,
         nvmlDeviceGetMaxPcieLinkWidth=lambda h: 16,
     )
@@ -92,7 +92,7 @@ def test_no_nvml_or_not_nvidia_means_nothing_is_claimed(monkeypatch, nvml):
                                 platform_name="Portable Computing Language")
     assert Conditions.for_device(cpu) is None
     monkeypatch.setitem(sys.modules, "pynvml", None)
-    monkeypatch.setattr("pyclperf.peak._PYNVML_ABSENT", False)
+    monkeypatch.setattr("pyclperf.device.peak._PYNVML_ABSENT", False)
     assert Conditions.for_device(H200) is None
 
 
@@ -104,7 +104,7 @@ def test_energy_per_byte_and_bandwidth_per_watt():
 
 
 def test_the_report_says_when_points_were_not_taken_at_full_speed():
-    from pyclperf.report import conditions_warnings
+    from pyclperf.views.report import conditions_warnings
 
     rows = [{"conditions": "throttled (software power cap); SM clock 1395 of 1980 MHz"},
             {"conditions": ""}, {"cache_resident": True}]

@@ -9,10 +9,10 @@ import pytest
 
 import pyclperf
 from pyclperf import cli
-from pyclperf.checks import compare_close, poison_device
+from pyclperf.measure.checks import compare_close, poison_device
 from pyclperf.experiments import REGISTRY, catalogue_markdown, names
 from pyclperf.experiments.base import Check, Experiment, Launch, noise_note
-from pyclperf.stats import NOISY_SPREAD_PCT
+from pyclperf.measure.stats import NOISY_SPREAD_PCT
 
 QUICK = {"warmup": 1, "repeats": 3}
 
@@ -148,7 +148,7 @@ def test_one_file_per_experiment_named_after_its_id():
     # Each kernel file is one experiment's, or a shared one: the copy kernels four of them
     # share and the device-side generator and compare (checks.DeviceCheck). (bandwidth.cl is
     # the bandwidth experiment's; benchmarks/honest_reference.py uses it too.) checksum.cl is
-    # the tuner's: guard zones and const inputs checked on the device (engine/intact.py).
+    # the tuner's: guard zones and const inputs checked on the device (tuner/intact.py).
     # ceilings.cl is the device profile's (pyclperf/roofline/ceilings.py).
     shared = {"copy", "verify", "checksum", "ceilings"}
     assert {p.stem for p in kernels.glob("*.cl")} - shared <= set(REGISTRY)

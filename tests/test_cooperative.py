@@ -12,12 +12,12 @@ import pytest
 import pyclperf
 from pyclperf import cli
 from pyclperf.experiments.base import run_experiment
-from pyclperf.checks import compare_close, gamma
+from pyclperf.measure.checks import compare_close, gamma
 from pyclperf.experiments.histogram import BINS, DISTRIBUTIONS, Histogram, make_values
 from pyclperf.experiments.reduction import Reduction, subgroup_options
 from pyclperf.experiments.separable import (Separable, error_bound, gaussian_weights,
                                             reference, tile_shape)
-from pyclperf.sources import kernel_source
+from pyclperf.device.sources import kernel_source
 
 QUICK = {"warmup": 1, "repeats": 2}
 HIST_ITEMS = 1 << 16

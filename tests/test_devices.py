@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import pytest
 
 import pyclperf
-from pyclperf import _icd, devices
+from pyclperf.device import icd as _icd
+from pyclperf.device import devices
 
 
 def test_at_least_one_device_listed():

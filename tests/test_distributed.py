@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pyclperf import tune
-from pyclperf.results import Results
+from pyclperf.measure.results import Results
 
 pytest.importorskip("distributed")
 
@@ -48,7 +48,7 @@ def _unique(rows: list[dict]) -> list[str]:
 @pytest.fixture(scope="module")
 def fleet(ctx):
     """Two workers on the device under test, shared by the tests that pass client=."""
-    from pyclperf.engine.distributed import Fleet
+    from pyclperf.tuner.distributed import Fleet
 
     f = Fleet.local([_spec(ctx)] * 2)
     yield f
@@ -120,7 +120,7 @@ def test_ctrl_c_on_the_client_cancels_and_keeps_what_finished(tmp_path, fleet):
 
 
 def test_chunk_sizes_start_small_grow_toward_the_time_target_and_shrink_at_the_end():
-    from pyclperf.engine.distributed import CHUNK_S, ChunkSizer
+    from pyclperf.tuner.distributed import CHUNK_S, ChunkSizer
 
     sizer, sizes = ChunkSizer(workers=2, total=1000, informed=False), []
     while sizer.remaining:
@@ -135,7 +135,7 @@ def test_chunk_sizes_start_small_grow_toward_the_time_target_and_shrink_at_the_e
 
 def test_a_configuration_that_kills_its_worker_inside_a_chunk_is_found_alone(
         tmp_path, fleet, monkeypatch):
-    from pyclperf.engine import distributed
+    from pyclperf.tuner import distributed
 
     monkeypatch.setattr(distributed, "FIRST_CHUNK", 3)  # the killer rides in the first chunk
     monkeypatch.setattr(distributed, "CHUNK_S", 100.0)
@@ -181,7 +181,7 @@ def test_a_job_the_workers_hold_is_not_shipped_again(fleet):
 
 
 def test_a_worker_without_the_job_gets_it_shipped_and_runs_its_task_again(fleet, monkeypatch):
-    from pyclperf.engine import distributed
+    from pyclperf.tuner import distributed
 
     # Every worker claims to hold the job, as after a sweep of it; none does, as when a
     # worker was restarted since: its tasks find no job, so the client ships it then.
@@ -211,7 +211,7 @@ def external_cluster(tmp_path, ctx):
             procs.append(subprocess.Popen(
                 [*DASK, "worker", "--scheduler-file", str(file), "--nthreads", "1",
                  "--resources", "pyclperf=1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1",
-                 "--preload", "pyclperf.engine.remote"],
+                 "--preload", "pyclperf.tuner.remote"],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         from distributed import Client
 
@@ -271,7 +271,7 @@ def test_isolate_keeps_this_process_alive_through_a_crashing_configuration(ctx):
 
 def test_external_worker_killed_mid_chunk_loses_and_repeats_nothing(external_cluster, tmp_path,
                                                                    monkeypatch):
-    from pyclperf.engine import distributed
+    from pyclperf.tuner import distributed
 
     monkeypatch.setattr(distributed, "FIRST_CHUNK", 4)  # every task a chunk of several
     monkeypatch.setattr(distributed, "CHUNK_S", 100.0)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 import pyclperf
-from pyclperf import devices
+from pyclperf.device import devices
 
 
 def _dev(p: int, d: int, name: str, platform: str, kind: str = "CPU", vendor: str = "v") -> SimpleNamespace:

@@ -20,8 +20,8 @@ from pyclperf.experiments.divergence import reference as divergence_reference
 from pyclperf.experiments.launchbounds import COEFFS, LANE_GAP, STEP_GAP, LaunchBounds, flops_per_item
 from pyclperf.experiments.launchbounds import reference as poly_reference
 from pyclperf.experiments.occupancy import Occupancy
-from pyclperf.limits import CANNOT_KNOW, estimate, parse_registers
-from pyclperf.sources import kernel_source
+from pyclperf.theory.limits import CANNOT_KNOW, estimate, parse_registers
+from pyclperf.device.sources import kernel_source
 
 QUICK = {"warmup": 1, "repeats": 2}
 BS_SIZES = [32, 48, 64, 200]

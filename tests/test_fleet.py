@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyclperf.fleet import compare_fleet, merge, run_fleet
-from pyclperf.results import Results
+from pyclperf.views.fleet import compare_fleet, merge, run_fleet
+from pyclperf.measure.results import Results
 
 
 def _part(gbps: list[float]) -> Results:

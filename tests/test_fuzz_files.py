@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, event, find, given, settings
 from hypothesis import strategies as st
 
 from pyclperf import cli
-from pyclperf.plot import DRAWS
-from pyclperf.results import STATUSES, Results, ResultsFileError
+from pyclperf.views.plot import DRAWS
+from pyclperf.measure.results import STATUSES, Results, ResultsFileError
 
 # deadline=None: a report draws a figure, whose first call imports matplotlib.
 FAST = settings(max_examples=300, deadline=None,
@@ -44,7 +44,7 @@ values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
                       | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=12)
 # Numbers a measured column may hold: ordinary, untimed (null, NaN), absurd (infinite, huge).
 measured = (st.floats(0.01, 1e4) | st.none() | st.floats() | st.integers(-10, 10**30))
-# Figures as experiments ask for them, with their own arguments (validate.py allows these).
+# Figures as experiments ask for them, with their own arguments (measure/validate.py allows these).
 good_plots = st.sampled_from([
     {"kind": "bandwidth"}, {"kind": None}, {"kind": "bars", "label": "offset", "value": "gbps"},
     {"kind": "lines", "y": "gbps", "ylabel": "GB/s", "group": "status"},

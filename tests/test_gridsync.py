@@ -10,7 +10,7 @@ import pytest
 import pyclperf
 from pyclperf.experiments.base import run_experiment
 from pyclperf.experiments.gridsync import SYNC_12, GridSync, atomics20_options, resident_groups
-from pyclperf.sources import kernel_source
+from pyclperf.device.sources import kernel_source
 
 QUICK = {"warmup": 1, "repeats": 2}
 ITEMS, LOCAL = 1 << 16, 64

@@ -10,8 +10,10 @@ import time
 
 import pytest
 
-from pyclperf import cli, guide, guide_figures
-from pyclperf.results import Results
+from pyclperf import cli
+from pyclperf.guide import run as guide
+from pyclperf.guide import figures as guide_figures
+from pyclperf.measure.results import Results
 
 
 def _spec(ctx) -> str:

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from pyclperf.guide import PASSED, Outcome
-from pyclperf.guide_report import render_guide
-from pyclperf.results import Results
+from pyclperf.guide.run import PASSED, Outcome
+from pyclperf.guide.report import render_guide
+from pyclperf.measure.results import Results
 
 BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 

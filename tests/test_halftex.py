@@ -10,7 +10,7 @@ import pytest
 import pyclperf
 from pyclperf.experiments.base import run_experiment
 from pyclperf.experiments.halftex import HALF_U, HalfTexture, shifted
-from pyclperf.sources import kernel_source
+from pyclperf.device.sources import kernel_source
 
 QUICK = {"warmup": 1, "repeats": 2}
 SIDE = 64

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pyclperf import KernelRunError, run_kernel, tune
-from pyclperf.engine.declared import kernel_parameter_names
+from pyclperf.tuner.declared import kernel_parameter_names
 
 FAST = dict(min_time=0.0, min_repeats=1, max_repeats=1, warmup=0, progress=False)
 VADD = """

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from pyclperf import cli
-from pyclperf.compare import compare
-from pyclperf.results import Results, ResultsFileError
+from pyclperf.views.compare import compare
+from pyclperf.measure.results import Results, ResultsFileError
 
 META: dict[str, Any] = {
     "record": "meta", "schema": "pyclperf.results/1", "experiment": "offset", "title": "Offset",
@@ -220,7 +220,7 @@ def test_fleet_compare_refuses_a_text_metric(tmp_path, capsys):
 def test_every_experiments_own_figure_and_metadata_are_accepted():
     """The checks refuse what no pyclperf run writes: each experiment's own plot spec passes."""
     from pyclperf.experiments import catalogue
-    from pyclperf.validate import SCHEMA, check_meta
+    from pyclperf.measure.validate import SCHEMA, check_meta
 
     for cls in catalogue():
         meta = {"schema": SCHEMA, "experiment": cls.id, "title": cls.title, "x": cls.x,

@@ -9,7 +9,7 @@ import pytest
 import pyclperf
 from pyclperf.experiments.base import run_experiment
 from pyclperf.experiments.ilp import Ilp, reference
-from pyclperf.sources import kernel_source
+from pyclperf.device.sources import kernel_source
 
 QUICK = {"warmup": 1, "repeats": 2}
 TOTAL = 64

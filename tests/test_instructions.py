@@ -9,11 +9,11 @@ import pytest
 import pyclperf
 from pyclperf import cli
 from pyclperf.experiments.base import run_experiment
-from pyclperf.checks import ulp32, ulp_error
+from pyclperf.measure.checks import ulp32, ulp_error
 from pyclperf.experiments.buildopts import BuildOptions
 from pyclperf.experiments.intops import INT_VARIANTS, IntOps
 from pyclperf.experiments.math import MathFunctions
-from pyclperf.sources import kernel_source
+from pyclperf.device.sources import kernel_source
 
 ITEMS = 1024
 LOCAL = 64

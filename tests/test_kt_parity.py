@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from pyclperf import LocalMemory, run_kernel, tune_kernel
-from pyclperf.engine.space import Geometry
+from pyclperf.tuner.space import Geometry
 
 SHOC = Path(__file__).parent / "data" / "shoc"
 DEFAULT_NAMES = ["block_size_x", "block_size_y", "block_size_z"]

@@ -11,7 +11,7 @@ import pytest
 
 import pyclperf
 from pyclperf import cli
-from pyclperf.checks import check_product, product_tolerance
+from pyclperf.measure.checks import check_product, product_tolerance
 from pyclperf.experiments import tiling as tiling_module
 from pyclperf.experiments.aat import AAT
 from pyclperf.experiments.base import run_experiment

@@ -1,4 +1,4 @@
-"""Memory checks on Oclgrind (pyclperf.engine.memcheck): a kernel's launch is simulated and every
+"""Memory checks on Oclgrind (pyclperf.tuner.memcheck): a kernel's launch is simulated and every
 access past a buffer (global or __local), data race and use of an uninitialised value comes back
 as a Finding naming the kernel, the source line and, where it can be told, the argument."""
 
@@ -9,10 +9,11 @@ import os
 import numpy as np
 import pytest
 
-from pyclperf import LocalMemory, _icd
+from pyclperf import LocalMemory
+from pyclperf.device import icd as _icd
 from pyclperf import BuildError, InvalidArgumentError
-from pyclperf.engine import oclgrind
-from pyclperf.engine.memcheck import MemcheckError, memcheck
+from pyclperf.device import oclgrind
+from pyclperf.tuner.memcheck import MemcheckError, memcheck
 
 needs_oclgrind = pytest.mark.skipif(
     _icd.find_oclgrind() is None,

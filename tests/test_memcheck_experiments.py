@@ -7,7 +7,7 @@ access it shares across work-groups is atomic, so it has no data race either.)
 Oclgrind's check for uninitialised values is off here: Oclgrind 21.10 (its Uninitialized plugin)
 keeps a buffer's shadow memory only for the bytes of the last host write or fill pattern, so
 after ``Buffer.fill`` (pyclperf's poison) or a partial write, values a kernel stores later read
-back as uninitialised (shown below with a two-launch sum). pyclperf.engine.memcheck writes each
+back as uninitialised (shown below with a two-launch sum). pyclperf.tuner.memcheck writes each
 argument whole, where the check works.
 
 Skipped with a reason where Oclgrind is not installed; ``-m memcheck`` selects these tests.
@@ -21,12 +21,12 @@ import re
 import numpy as np
 import pytest
 
-from pyclperf import _icd
-from pyclperf.engine import oclgrind
-from pyclperf.engine.memcheck import memcheck
+from pyclperf.device import icd as _icd
+from pyclperf.device import oclgrind
+from pyclperf.tuner.memcheck import memcheck
 from pyclperf.experiments import REGISTRY
 from pyclperf.experiments._memcheck import check_experiment
-from pyclperf.sources import kernel_source
+from pyclperf.device.sources import kernel_source
 
 pytestmark = [
     pytest.mark.memcheck,

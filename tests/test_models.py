@@ -1,8 +1,8 @@
-"""The models drawn beside the measurements (models.py): the sector model and the roofline."""
+"""The models drawn beside the measurements (theory/models.py): the sector model and the roofline."""
 
 import pytest
 
-from pyclperf import models
+from pyclperf.theory import models
 
 
 def test_offset_zero_moves_only_useful_bytes():
@@ -46,7 +46,7 @@ def test_roofline_ceilings_and_ridge():
 
 
 def test_copy_conclusion_names_the_slowest_point_and_the_model():
-    from pyclperf.results import Results
+    from pyclperf.measure.results import Results
 
     rows = [{"stride": s, "status": "ok", "gbps": g} for s, g in ((1, 100.0), (2, 60.0), (8, 20.0))]
     text = models.copy_conclusion(Results({"experiment": "stride", "x": "stride"}, rows), 1)

@@ -10,7 +10,7 @@ import pytest
 
 import pyclperf
 from pyclperf import cli
-from pyclperf.results import LockedError, Results, lock_path, results_lock
+from pyclperf.measure.results import LockedError, Results, lock_path, results_lock
 
 ITEMS = 4096
 

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf import peak, stats, sweep
-from pyclperf.engine.timing import time_adaptively
+from pyclperf.device import peak
+from pyclperf.measure import stats
+from pyclperf.measure import sweep
+from pyclperf.measure.timing import time_adaptively
 
 SRC = """
 __kernel void add(__global float* out, __global const float* a, const int n) {

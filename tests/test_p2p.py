@@ -17,7 +17,7 @@ from pyclperf import _core
 from pyclperf.experiments import run
 from pyclperf.experiments.base import run_experiment
 from pyclperf.experiments.p2p import COPY, KERNEL, MIGRATE, STAGED, P2P
-from pyclperf.sources import kernel_source
+from pyclperf.device.sources import kernel_source
 
 PATHS = {COPY, MIGRATE, KERNEL, STAGED}
 
@@ -143,7 +143,7 @@ def test_p2p_between_two_pocl_devices_in_one_context(ctx, tmp_path):
 
 def test_p2p_conclusion_says_when_a_copy_outruns_cudas_peer_copy(ctx):
     """A figure 4.7x CUDA's peer copy (as a runtime serving its own replica gives) is called out."""
-    from pyclperf.results import Results
+    from pyclperf.measure.results import Results
 
     exp = P2P(ctx, sizes=[4096], peer=ctx.info, cuda=False)
     rows = [{"status": "ok", "size_bytes": 1 << 28, "direction": "A->B", "path": p, "gbps": g,

@@ -47,7 +47,7 @@ def test_shared_kernel_pieces_are_put_in_place_of_their_include():
 
 
 def test_an_included_file_may_not_include_again(monkeypatch):
-    from pyclperf import sources
+    from pyclperf.device import sources
 
     texts = {"a.cl": '#include "b.clh"\n', "b.clh": '#include "c.clh"\n'}
     monkeypatch.setattr(sources, "_read", texts.__getitem__)

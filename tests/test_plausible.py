@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import pytest
 
 import pyclperf
-from pyclperf import plausible
+from pyclperf.measure import plausible
 from pyclperf.experiments.workingset import WorkingSet
-from pyclperf.results import OK, SUSPECT, TIMED, WRONG
-from pyclperf.stats import MiB
+from pyclperf.measure.results import OK, SUSPECT, TIMED, WRONG
+from pyclperf.measure.stats import MiB
 
 QUICK = {"warmup": 1, "repeats": 3, "min_time_s": 0.0}
 

@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from pyclperf.plot_tune import plot_tune  # noqa: E402
-from pyclperf.results import Results  # noqa: E402
+from pyclperf.views.plot_tune import plot_tune  # noqa: E402
+from pyclperf.measure.results import Results  # noqa: E402
 
 BX = [32, 64, 128, 256]
 VEC = [1, 2, 4]

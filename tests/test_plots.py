@@ -12,10 +12,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from pyclperf.plot import plot_bars, plot_bandwidth, plot_lines, plot_model, plot_results, rate_range  # noqa: E402
-from pyclperf.plot_models import plot_roofline, plot_sector_model  # noqa: E402
-from pyclperf.report import human_time, render_html, table_html  # noqa: E402
-from pyclperf.results import Results  # noqa: E402
+from pyclperf.views.plot import plot_bars, plot_bandwidth, plot_lines, plot_model, plot_results, rate_range  # noqa: E402
+from pyclperf.views.plot_models import plot_roofline, plot_sector_model  # noqa: E402
+from pyclperf.views.report import human_time, render_html, table_html  # noqa: E402
+from pyclperf.measure.results import Results  # noqa: E402
 
 
 def _row(**kw):

@@ -1,5 +1,5 @@
 """PoCL from PyPI on a CPU its LLVM 14 does not know: it detects 'generic', which it cannot build
-for, and pyclperf gives it the CPU of the kernel library it runs there (pyclperf._pocl_cpu).
+for, and pyclperf gives it the CPU of the kernel library it runs there (pyclperf.device.pocl_cpu).
 
 The tests that run PoCL force the 'generic' detection, as on such a CPU, by replacing PoCL's
 detection in a child process before pyclperf loads, with the module under test loaded on its own.
@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from pyclperf import _icd, _pocl_cpu
-from pyclperf._pocl_cpu import ENV, KERNELLIB_VARIANTS, cpu_flags, kernellib_cpu
+from pyclperf.device import icd as _icd
+from pyclperf.device import pocl_cpu as _pocl_cpu
+from pyclperf.device.pocl_cpu import ENV, KERNELLIB_VARIANTS, cpu_flags, kernellib_cpu
 
 POCL = _icd.find_pypi_pocl()
 needs_pocl = pytest.mark.skipif(POCL is None, reason="needs PoCL from PyPI: the pocl extra")
@@ -111,7 +112,7 @@ def _child(code: str, tmp_path: Path, **extra: str) -> subprocess.CompletedProce
 FORCE_GENERIC = """
     import importlib.util, os
     where = importlib.util.find_spec("pyclperf").submodule_search_locations[0]
-    spec = importlib.util.spec_from_file_location("alone", os.path.join(where, "_pocl_cpu.py"))
+    spec = importlib.util.spec_from_file_location("alone", os.path.join(where, "device/pocl_cpu.py"))
     alone = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(alone)
     lib = alone._load({pocl!r})
@@ -162,7 +163,7 @@ def test_every_kernel_library_cpu_is_one_pypi_pocl_builds_for(tmp_path, cpu):
     and its clang builds for it. Only built, not run: the CPU here need not have its features."""
     code = """
         import pyclperf
-        from pyclperf._icd import NOTE
+        from pyclperf.device.icd import NOTE
         ctx = pyclperf.Context("cpu")
         ctx.program(source="__kernel void k(__global float *a) { a[get_global_id(0)] *= 2.0f; }")
         print(ctx.info.version)

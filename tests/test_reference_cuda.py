@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from fake_cupy import LAUNCH_MS, FakeCupy, cupyx_module
 
-from pyclperf import reference_cuda as rc
-from pyclperf.reference_cuda import BatchPolicy, BatchTimer, BatchTooShortError
+from pyclperf.reference import cuda as rc
+from pyclperf.reference.cuda import BatchPolicy, BatchTimer, BatchTooShortError
 
 
 class FakeStream:

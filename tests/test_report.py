@@ -5,7 +5,7 @@ import pytest
 
 import pyclperf
 from pyclperf import cli
-from pyclperf.report import compare, render_html
+from pyclperf.views.report import compare, render_html
 from pyclperf.testing import assert_kernel
 
 

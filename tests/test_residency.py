@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pyclperf import tune
-from pyclperf.engine import conditions, residency
+from pyclperf.measure import conditions, residency
 from test_conditions import fake_nvml
 
 FAST = dict(min_time=0.0, min_repeats=3, max_repeats=3, warmup=1, progress=False)
@@ -54,7 +54,7 @@ def test_cold_flushes_before_every_timed_launch_outside_the_events(ctx, rng, mon
             inner()
         return flush
 
-    monkeypatch.setattr("pyclperf.engine.measure.cache_flush", counting)
+    monkeypatch.setattr("pyclperf.tuner.measure.cache_flush", counting)
     x = rng.standard_normal(4096).astype(np.float32)
     res = tune(COPY, "copy", x.size, [np.empty_like(x), x], {"block_size_x": [64]}, ctx=ctx,
                answer=[x, None], cold=True, isolate=False, **FAST)  # counted in this process
@@ -76,7 +76,7 @@ def test_nvml_conditions_reach_the_row(ctx, rng, monkeypatch):
                         lambda c: conditions.Conditions.for_device(
                             type("Info", (), {"name": "NVIDIA H200", "vendor": "NVIDIA",
                                               "platform_name": "NVIDIA CUDA"})()))
-    monkeypatch.setattr("pyclperf.engine.measure.conditions_of", residency.conditions_of)
+    monkeypatch.setattr("pyclperf.tuner.measure.conditions_of", residency.conditions_of)
     x = rng.standard_normal(1024).astype(np.float32)
     res = tune(COPY, "copy", x.size, [np.empty_like(x), x], {"block_size_x": [64]}, ctx=ctx,
                answer=[x, None], isolate=False, **FAST)

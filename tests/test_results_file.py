@@ -15,9 +15,9 @@ import pytest
 
 import pyclperf
 from pyclperf import cli, tune
-from pyclperf.engine import tune as engine_tune
+from pyclperf.tuner import tune as engine_tune
 from pyclperf.experiments.offset import OffsetCopy
-from pyclperf.results import Results, ResultsWriteError, ResultsWriter
+from pyclperf.measure.results import Results, ResultsWriteError, ResultsWriter
 
 N = 1024
 SRC = """__kernel void axpy(__global float* y, __global const float* x, const float a, const int n) {

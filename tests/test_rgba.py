@@ -12,7 +12,7 @@ import pyclperf
 from pyclperf.experiments.base import run_experiment
 from pyclperf.experiments import _wavelet
 from pyclperf.experiments.rgba import Rgba, gaussian, reference
-from pyclperf.sources import kernel_source
+from pyclperf.device.sources import kernel_source
 
 QUICK = {"warmup": 1, "repeats": 2}
 SIDE = 64

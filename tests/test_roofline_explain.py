@@ -13,8 +13,8 @@ import pytest
 
 import pyclperf
 from pyclperf import cli
-from pyclperf.program import LocalMemory
-from pyclperf.results import Results
+from pyclperf.device.program import LocalMemory
+from pyclperf.measure.results import Results
 from pyclperf.roofline import traffic
 from pyclperf.roofline.explaining import memory_roof, sensitivity
 from pyclperf.roofline.profiling import Profile
@@ -206,7 +206,7 @@ def test_sensitivity_from_the_rows_already_measured():
 
 
 def test_spec_references_by_expression_and_matrix_product(tmp_path):
-    from pyclperf.engine.spec import SpecError, parse_spec
+    from pyclperf.tuner.spec import SpecError, parse_spec
 
     spec = parse_spec(_spec(tmp_path, "vadd"))
     c, a, b, _ = spec.kwargs["args"]

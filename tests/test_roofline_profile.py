@@ -179,15 +179,15 @@ def test_reads_between_powers_of_two_are_verified(ctx):
 
 
 @pytest.mark.memcheck
-@pytest.mark.skipif(__import__("pyclperf._icd", fromlist=["x"]).find_oclgrind() is None,
+@pytest.mark.skipif(__import__("pyclperf.device.icd", fromlist=["x"]).find_oclgrind() is None,
                     reason="Oclgrind is not installed (apt-get install oclgrind, or pip install "
                            "'pyclperf[memcheck]')")
 def test_the_profile_kernels_on_oclgrind():
     """Every kernel of ceilings.cl at a tiny size on the simulated device: no access out of
     bounds, no race, no uninitialised value; and the check can fail."""
-    from pyclperf.engine import oclgrind
-    from pyclperf.engine.memcheck import memcheck
-    from pyclperf.sources import kernel_source
+    from pyclperf.device import oclgrind
+    from pyclperf.tuner.memcheck import memcheck
+    from pyclperf.device.sources import kernel_source
 
     source = kernel_source("ceilings.cl")
     chains = {"CHAINS": 1, "ACC": 4, "UNROLL": 16}

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf.devices import build_std, missing
+from pyclperf.device.devices import build_std, missing
 from pyclperf.experiments.shuffle import NEEDS
-from pyclperf.checks import gamma
+from pyclperf.measure.checks import gamma
 from pyclperf.experiments.base import run_experiment
 from pyclperf.experiments.shuffle import Shuffle
-from pyclperf.sources import kernel_source
+from pyclperf.device.sources import kernel_source
 
 QUICK = {"warmup": 1, "repeats": 2}
 ITEMS, LOCAL = 1 << 14, 64

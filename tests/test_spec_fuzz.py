@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyclperf import cli
-from pyclperf.engine import speccheck
+from pyclperf.tuner import speccheck
 
 DATA = Path(__file__).parent / "data" / "tune"
 BASE = json.loads((DATA / "copy_spec.json").read_text())

@@ -12,9 +12,9 @@ import pytest
 
 import pyclperf
 from pyclperf import cli
-from pyclperf.engine import speccheck
-from pyclperf.engine.spec import SpecError, parse_spec
-from pyclperf.engine.strategies import STRATEGIES
+from pyclperf.tuner import speccheck
+from pyclperf.tuner.spec import SpecError, parse_spec
+from pyclperf.tuner.strategies import STRATEGIES
 
 DATA = Path(__file__).parent / "data" / "tune"
 BASE = json.loads((DATA / "copy_spec.json").read_text())
@@ -194,7 +194,7 @@ def test_the_dry_run_makes_no_arrays(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_the_schema_is_shipped_and_agrees_with_the_engine() -> None:
-    from pyclperf.engine import spec as spec_module
+    from pyclperf.tuner import spec as spec_module
 
     schema = speccheck.schema()
     assert (Path(spec_module.__file__).parent / "spec.schema.json").is_file()

@@ -10,7 +10,7 @@ import pytest
 import pyclperf
 from pyclperf.experiments.base import run_experiment
 from pyclperf.experiments.spill import Spill, reference, stack_bytes
-from pyclperf.sources import kernel_source
+from pyclperf.device.sources import kernel_source
 
 QUICK = {"warmup": 1, "repeats": 2}
 SIZES, ROUNDS, ITEMS = [4, 16, 64], 4, 1024

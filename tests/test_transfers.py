@@ -12,10 +12,10 @@ import pytest
 
 import pyclperf
 from pyclperf import cli
-from pyclperf.checks import landed, poison, random_bytes
+from pyclperf.measure.checks import landed, poison, random_bytes
 from pyclperf.experiments.transfer import Transfer, plateau, sizes_up_to
 from pyclperf.experiments._transfer import ALL_MODES, GUARD_BYTES, Mode, TransferRig
-from pyclperf.peak import dram_bandwidth, pcie_bandwidth, theoretical
+from pyclperf.device.peak import dram_bandwidth, pcie_bandwidth, theoretical
 
 KiB = 1024
 SIZES = [KiB, 16 * KiB, 256 * KiB]
@@ -380,5 +380,5 @@ def test_cli_runs_and_plots(ctx, tmp_path, capsys, monkeypatch, name, size):
     for suffix in ("csv", "jsonl", "png"):
         assert (tmp_path / f"{name}.{suffix}").is_file()
     back = pyclperf.Results.load(tmp_path / f"{name}.jsonl")
-    # (A ceiling this CPU device's copies beat would make their rows suspect: pyclperf.plausible.)
+    # (A ceiling this CPU device's copies beat would make their rows suspect: pyclperf.measure.plausible.)
     assert back.meta["pcie_gbps"] == 1000.0 and back.all_verified

@@ -12,8 +12,8 @@ jsonschema = pytest.importorskip("jsonschema", reason="validating against Kernel
 
 import pyclperf
 from pyclperf import tune, tune_kernel
-from pyclperf.engine.ktcache import read_cache
-from pyclperf.engine.t4 import write_t4
+from pyclperf.tuner.ktcache import read_cache
+from pyclperf.tuner.t4 import write_t4
 
 DATA = Path(__file__).parent / "data" / "kernel_tuner"
 # Kernel Tuner's vector_add example (examples/opencl/vector_add.py, Apache-2.0), as its script

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pyclperf import KernelRunError, LocalMemory, run_kernel, tune
-from pyclperf._icd import find_oclgrind
+from pyclperf.device.icd import find_oclgrind
 
 pytestmark = pytest.mark.skipif(find_oclgrind() is None,
                                 reason="Oclgrind is not installed (apt-get install oclgrind)")

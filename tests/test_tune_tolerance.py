@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pyclperf import tune
-from pyclperf.engine.verification import Verification, typical_magnitude
+from pyclperf.tuner.verification import Verification, typical_magnitude
 
 FAST = dict(min_time=0.0, min_repeats=1, max_repeats=1, warmup=0)
 WRITE = """__kernel void write(__global float* y, __global const float* x) {

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pyclperf import tune
-from pyclperf.engine.arguments import Arguments
+from pyclperf.tuner.arguments import Arguments
 
 # These tests count what happens inside this process (uploads, callable calls): they run the
 # sweep here (isolate=False), where monkeypatches and counters can see it.

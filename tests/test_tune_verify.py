@@ -39,7 +39,7 @@ def _smooth(x):
                                    np.int8, np.uint32, np.int64,
                                    np.dtype([("a", "<f4"), ("b", "<i4"), ("c", "<f4")])])
 def test_two_poisons_tell_themselves_apart(dtype):
-    from pyclperf.engine.arguments import holds_poison, poison_element, poison_pattern, same_bits
+    from pyclperf.tuner.arguments import holds_poison, poison_element, poison_pattern, same_bits
 
     first, second = poison_element(np.dtype(dtype), 0), poison_element(np.dtype(dtype), 1)
     values = np.concatenate([first, second, np.zeros(1, dtype)])
@@ -140,7 +140,7 @@ def test_inout_argument_is_found_and_restored_before_every_launch(ctx, rng, monk
     """Without inout=, the poison in 'a' is what the kernel adds to; pyclperf finds that the
     outputs depend on what 'a' held, verifies 'a' with its input and times it as declared
     in/out: restored before every timed launch."""
-    from pyclperf.engine import measure
+    from pyclperf.tuner import measure
 
     resets = []
     timing = measure.time_adaptively

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf import run_kernel, stats, tune
-from pyclperf.engine.rows import best_table
-from pyclperf.engine.space import configurations
+from pyclperf import run_kernel, tune
+from pyclperf.measure import stats
+from pyclperf.tuner.rows import best_table
+from pyclperf.tuner.space import configurations
 
 VADD = """
 __kernel void vadd(__global float* c, __global const float* a, __global const float* b, const int n) {

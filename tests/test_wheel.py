@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import pyclperf
-from pyclperf import _core, _icd
+from pyclperf import _core
+from pyclperf.device import icd as _icd
 
 
 def _loaded(name: str) -> set[str]:
@@ -96,7 +97,7 @@ def test_a_driver_found_by_path_reaches_the_bundled_loader(tmp_path):
     # child can set them after import: discovery is off at import and run by hand afterwards.
     code = textwrap.dedent(f"""
         import os, pyclperf
-        from pyclperf import _icd
+        from pyclperf.device import icd as _icd
         _icd._CANDIDATES = ({pocl!r},)
         _icd.find_pypi_pocl = lambda: None
         del os.environ["PYCLPERF_NO_ICD_DISCOVERY"]

@@ -12,7 +12,7 @@ import pytest
 import pyclperf
 from pyclperf.experiments.base import run_experiment
 from pyclperf.experiments.workingset import WorkingSet, cycle, default_sizes, read_reference
-from pyclperf.sources import kernel_source
+from pyclperf.device.sources import kernel_source
 
 QUICK = {"warmup": 1, "repeats": 2}
 SIZES = [4096, 1 << 16, 1 << 20]

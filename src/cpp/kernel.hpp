@@ -22,7 +22,7 @@ struct ArgInfo {
     std::string type_name;          // "float*", "int", "float4" ...
     std::string address_qualifier;  // "global", "local", "constant", "private"
     // Declared const (CL_KERNEL_ARG_TYPE_CONST): the kernel cannot write through it, so a
-    // tuner need not upload an unchanged input again (engine/arguments.py).
+    // tuner need not upload an unchanged input again (tuner/arguments.py).
     bool is_const = false;
     bool is_pointer() const { return address_qualifier != "private"; }
     // image2d_t parameters are global memory objects but no pointers; sampler_t ones are private.

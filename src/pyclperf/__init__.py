@@ -9,15 +9,15 @@ Five lines in a notebook::
     pyclperf.plot_bandwidth(res)
 
 Transfers and ceilings: ``pyclperf.run("transfer", ctx)``, ``pyclperf.time_transfer(...)``,
-``pyclperf.peak.theoretical(ctx)``. The device's measured ceilings and a tuned kernel on its
+``pyclperf.device.peak.theoretical(ctx)``. The device's measured ceilings and a tuned kernel on its
 roofline: ``pyclperf.profile(ctx)``, ``pyclperf.explain(results, ...)`` (pyclperf.roofline,
 imported on first use).
 """
 
 from __future__ import annotations
 
-from . import _icd  # noqa: F401  (must configure the ICD loader before _core loads OpenCL)
-from . import peak
+from .device import icd as _icd  # noqa: F401  (must configure the ICD loader before _core loads OpenCL)
+from .device import peak
 from ._core import (
     Buffer,
     BuildError,
@@ -32,22 +32,22 @@ from ._core import (
     ReleasedError,
     Sampler,
 )
-from .context import Context
-from .engine.kt import tune_kernel
-from .devices import default_device, device_summary, list_devices, select_device
+from .device.context import Context
+from .tuner.kt import tune_kernel
+from .device.devices import default_device, device_summary, list_devices, select_device
 from .experiments import names as experiment_names
 from .experiments import run
-from .plot import plot_bandwidth, plot_results, save_plot
-from .program import Kernel, LocalMemory, Program
-from .results import Results, ResultsFileError, ResultsWriteError
-from .sources import kernel_source
-from .stats import bandwidth_gbps, summarize
-from .transfers import time_copy, time_transfer
-from .engine.measure import KernelRunError
-from .engine.tune import run_kernel, tune
-from . import _fake_clock
+from .views.plot import plot_bandwidth, plot_results, save_plot
+from .device.program import Kernel, LocalMemory, Program
+from .measure.results import Results, ResultsFileError, ResultsWriteError
+from .device.sources import kernel_source
+from .measure.stats import bandwidth_gbps, summarize
+from .device.transfers import time_copy, time_transfer
+from .tuner.measure import KernelRunError
+from .tuner.tune import run_kernel, tune
+from .device import fake_clock as _fake_clock
 
-_fake_clock.install_if_asked()  # a test hook: PYCLPERF_FAKE_EVENT_CLOCK (see _fake_clock.py)
+_fake_clock.install_if_asked()  # a test hook: PYCLPERF_FAKE_EVENT_CLOCK (see device/fake_clock.py)
 
 __version__ = "0.1.0"
 

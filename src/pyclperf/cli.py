@@ -69,7 +69,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
         if args.details:
             for key, value in _details(d).items():
                 print(f"        {key:<32} {value}")
-    from pyclperf._icd import NOTE
+    from pyclperf.device.icd import NOTE
 
     print("(* = default device)")
     # Which .icd files the loader read, and what pyclperf added (PoCL from PyPI, NVIDIA).
@@ -84,30 +84,17 @@ def _print_oclgrind() -> None:
     """Where Oclgrind is, for memory checks. It is never listed as a device above: it reports
     itself as GPU|CPU|ACCELERATOR and would become the default; memcheck runs it in a child
     process whose loader sees it alone."""
-    from pyclperf._icd import find_oclgrind
+    from pyclperf.device.icd import find_oclgrind
 
     lib = find_oclgrind()
-    print("Oclgrind for memory checks (pyclperf.engine.memcheck, in a process of its own):")
+    print("Oclgrind for memory checks (pyclperf.tuner.memcheck, in a process of its own):")
     print(f"  {lib}" if lib else "  not found: apt-get install oclgrind, or pip install "
           "'pyclperf[memcheck]', or set PYCLPERF_OCLGRIND to liboclgrind-rt-icd.so")
 
 
-def check_out_dir(out: str) -> Path:
-    """``--out`` as a folder that can be written, checked before anything runs (a sweep that
-    only fails when saving loses its whole run). ValueError with one line otherwise."""
-    out_dir = Path(out)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ValueError(f"--out {out} is an existing file; give a folder (it holds one file per experiment)")
-    probe = out_dir
-    while not probe.exists():  # the nearest existing ancestor decides whether mkdir can work
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise ValueError(f"--out {out} cannot be written ({probe} is not a writable folder)")
-    return out_dir
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from pyclperf.results import results_lock
+    from pyclperf.measure.writer import check_out_dir
+    from pyclperf.measure.results import results_lock
 
     out_dir = check_out_dir(args.out)
     # The lock is taken before the device is opened, so a second writer is refused at once.
@@ -118,14 +105,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     import pyclperf
-    from pyclperf.clocks import timing_for
+    from pyclperf.device.clocks import timing_for
     from pyclperf.experiments import get, run
-    from pyclperf.sweep import timing_label
-    from pyclperf.results import NOT_FAILED, OK, SUSPECT
-    from pyclperf.stats import NOISY_SPREAD_PCT
+    from pyclperf.measure.sweep import timing_label
+    from pyclperf.measure.results import NOT_FAILED, OK, SUSPECT
+    from pyclperf.measure.stats import NOISY_SPREAD_PCT
 
     if args.devices:
-        from pyclperf.fleet import cmd_run_fleet
+        from pyclperf.views.fleet import cmd_run_fleet
 
         return cmd_run_fleet(args)
     ctx = pyclperf.Context(args.device)
@@ -188,18 +175,18 @@ def _plain(row: dict[str, object]) -> dict[str, object]:
 
 def cmd_report(args: argparse.Namespace) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
-    from pyclperf.report import write_report
+    from pyclperf.views.report import write_report
 
     print(f"wrote {write_report(args.results, args.out)}")
     return EXIT_OK
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from pyclperf.compare import compare, slower_rows
-    from pyclperf.results import Results
+    from pyclperf.views.compare import compare, slower_rows
+    from pyclperf.measure.results import Results
 
     if args.b is None:  # one fleet file: its devices side by side
-        from pyclperf.fleet import compare_fleet
+        from pyclperf.views.fleet import compare_fleet
 
         fleet = Results.load(args.a)
         table = compare_fleet(fleet, metric=args.metric)
@@ -325,13 +312,13 @@ def _device_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_tune_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
-    from pyclperf.tune_cli import add_parser
+    from pyclperf.tuner.cli import add_parser
 
     add_parser(sub, raw, EXIT_CODES)
 
 
 def add_guide_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
-    from pyclperf.guide import add_parser
+    from pyclperf.guide.run import add_parser
 
     add_parser(sub, raw, _device_option, EXIT_CODES)
 
@@ -345,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except Exception as exc:  # the command line shows a sentence, not a traceback
         from pyclperf import PyclperfError
-        from pyclperf.results import LockedError
+        from pyclperf.measure.results import LockedError
 
         # OSError: a file that cannot be read or written (ResultsWriteError: a full disk
         # stopped the sweep; the message says what the file keeps).
@@ -353,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"pyclperf: error: {' '.join(str(exc).split()) or type(exc).__name__}",
                   file=sys.stderr)
             if "unknown target CPU" in str(exc):  # clang's words: the way out is not in them
-                from pyclperf._pocl_cpu import BUILD_FAILURE_HINT
+                from pyclperf.device.pocl_cpu import BUILD_FAILURE_HINT
 
                 print(f"pyclperf: {BUILD_FAILURE_HINT}", file=sys.stderr)
             return EXIT_ERROR

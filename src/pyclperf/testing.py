@@ -40,9 +40,9 @@ def assert_kernel(
     first (unless ``poison`` says otherwise), and, unless ``isolate=False``, in a worker
     process, so a kernel that crashes or hangs (past ``timeout`` seconds) fails the assertion
     instead of the test session. Returns the arguments with arrays read back."""
-    from .engine.measure import ConfigFailed, Job, verified_launch
-    from .engine.space import Geometry
-    from .engine.verification import Verification
+    from .tuner.measure import ConfigFailed, Job, verified_launch
+    from .tuner.space import Geometry
+    from .tuner.verification import Verification
 
     if len(expected) != len(args):
         raise ValueError(f"expected has {len(expected)} entries for {len(args)} arguments")
@@ -53,7 +53,7 @@ def assert_kernel(
               Verification(list(expected), rtol=rtol, atol=atol), options, poison=poison,
               inout=list(inout))
     if isolate:
-        from .engine.run import supervised_call
+        from .tuner.run import supervised_call
 
         def failure(status: str, message: str) -> AssertionError:
             return AssertionError(f"kernel '{kernel_name}': {status}: {message}")

@@ -6,7 +6,7 @@ outside the ``pyclperf`` package (importing ``pyclperf.anything`` would run pycl
 asks for ``cl_ctx``. ``pyclperf.testing`` holds the helpers tests call (``assert_kernel``).
 
 Devices: PYCLPERF_TEST_DEVICES, else PyOpenCL's PYOPENCL_TEST (its syntax, see
-``pyclperf.devices.pyopencl_test``), else the default device. PYCLPERF_TEST_DEVICES is "all"
+``pyclperf.device.devices.pyopencl_test``), else the default device. PYCLPERF_TEST_DEVICES is "all"
 or a comma-separated list of pyclperf device specs (index, "platform:device", "gpu"/"cpu" or a
 name substring).
 """
@@ -25,7 +25,7 @@ _contexts: dict[tuple[int, int], Any] = {}
 
 def selected_devices() -> list[Any]:
     import pyclperf
-    from pyclperf.devices import pyopencl_test
+    from pyclperf.device.devices import pyopencl_test
 
     wanted = os.environ.get(ENV_VAR, "").strip()
     if not wanted:

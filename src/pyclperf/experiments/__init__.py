@@ -1,5 +1,5 @@
 """The experiment catalogue: one class per experiment id, found by discovery, run through one
-engine (base.py holds the contract)."""
+sweep (base.py holds the contract)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import pkgutil
 from typing import Any
 
-from ..results import Results
+from ..measure.results import Results
 from ._kit import DEFAULT_LOCAL_SIZE
 from .base import _REGISTRY, MIN_TIME_S, Check, Experiment, Launch, Sweep, run_experiment
 
@@ -74,7 +74,7 @@ def run(
     (default: the experiment's), ``out`` a JSON-lines file written as points finish,
     ``min_time_s`` the least total time of a point's timed launches (adaptive timing; default
     base.MIN_TIME_S), ``method`` the clock: "auto" (events where the device's event clock passes
-    its check, else the host clock; pyclperf.clocks), "events" or "host". ``peak_gbps``, ``memory_clock_mhz`` with ``bus_width_bits``, and
+    its check, else the host clock; pyclperf.device.clocks), "events" or "host". ``peak_gbps``, ``memory_clock_mhz`` with ``bus_width_bits``, and
     ``pcie_gbps`` override the theoretical ceilings NVML would give (``fraction_of_peak``);
     ``options`` go to the experiment's constructor.
 
@@ -82,8 +82,8 @@ def run(
     A full disk (or an ``out`` that cannot be written) stops the sweep with ResultsWriteError:
     ``out`` keeps every whole row written, and the error's ``results`` holds the same rows.
     """
-    from ..context import Context
-    from ..peak import theoretical
+    from ..device.context import Context
+    from ..device.peak import theoretical
 
     cls = get(name)
     _refuse_unknown(cls, options)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..checks import DeviceCheck, poison_device
+from ..measure.checks import DeviceCheck, poison_device
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, check_copy, positive, whole_groups
 from .base import Check, Experiment, Launch
 
@@ -73,7 +73,7 @@ class CopyPattern(Experiment):
         return {**super().meta(), "items": self.items, "local_size": self.local_size}
 
     def finish(self, results: Any) -> None:
-        from ..models import copy_conclusion
+        from ..theory.models import copy_conclusion
 
         results.meta["conclusion"] = copy_conclusion(results, 0 if self.x == "offset" else 1)
 

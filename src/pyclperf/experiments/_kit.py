@@ -1,7 +1,7 @@
 """What several experiments need and no single one owns: the default work-group size, the one
 variant picker, the one launch check (the core's validate_launch) and the argument checks.
 
-No experiment imports another experiment; what two of them share lives here (or in checks.py
+No experiment imports another experiment; what two of them share lives here (or in measure/checks.py
 for comparisons)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import POISON_U32, compare, poison_device
-from ..results import OK, SKIPPED
+from ..measure.checks import POISON_U32, compare, poison_device
+from ..measure.results import OK, SKIPPED
 
 # The work-group size every experiment that takes one starts from (the CLI's --local-size).
 DEFAULT_LOCAL_SIZE = 256
@@ -45,7 +45,7 @@ def probe_build(ctx: Any, source: str, kernel_name: str, needs: Mapping[str, str
     (devices.missing): a driver may compile code for a feature it does not claim and compute
     wrong results with it. Then -cl-std at each OpenCL C version of 2.0 or later it lists, then
     its default."""
-    from ..devices import build_std, missing
+    from ..device.devices import build_std, missing
 
     unclaimed = missing(ctx.info, needs)
     if unclaimed:

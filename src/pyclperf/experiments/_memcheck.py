@@ -1,8 +1,8 @@
 """An experiment's kernels on Oclgrind: every point verified once on the simulated device, and
-what Oclgrind found wrong in each (pyclperf.engine.memcheck does the same for one kernel).
+what Oclgrind found wrong in each (pyclperf.tuner.memcheck does the same for one kernel).
 
 ``check_experiment("reduction", {"items": 4096, "local_size": 64})`` builds the experiment on
-Oclgrind's device in a child process (pyclperf.engine.oclgrind) and, point by point, runs its
+Oclgrind's device in a child process (pyclperf.device.oclgrind) and, point by point, runs its
 verification (``Experiment.verify``: the launch check, fresh inputs, poisoned outputs, one
 launch, the comparison with NumPy) untimed. Experiments that time something other than kernel
 launches (``Sweep`` without ``verify``) run ``measure`` once, with one timed repeat. Oclgrind
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ..engine.oclgrind import DEFAULT_TIMEOUT_S, Finding, parse, run_child, split
+from ..device.oclgrind import DEFAULT_TIMEOUT_S, Finding, parse, run_child, split
 
 
 @dataclass
@@ -67,7 +67,7 @@ def _verify_points(ctx: Any, payload: dict[str, Any], mark: Callable[[], int]) -
     if isinstance(experiment, Experiment):
         experiment.min_time_s = 0.0
     else:
-        from ..peak import theoretical
+        from ..device.peak import theoretical
 
         experiment.peak = theoretical(ctx)
     rows = []

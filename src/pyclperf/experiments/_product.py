@@ -11,8 +11,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import check_product, poison_device
-from ..results import OK
+from ..measure.checks import check_product, poison_device
+from ..measure.results import OK
 from ._kit import FLOAT, pick
 from .base import Check, Experiment, Launch, noise_note
 

@@ -15,10 +15,10 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _core
-from ..checks import landed, poison, poison_device, random_bytes
-from ..stats import KiB
-from ..sweep import timed_row, verdict
-from ..transfers import time_copy, time_transfer
+from ..measure.checks import landed, poison, poison_device, random_bytes
+from ..measure.stats import KiB
+from ..measure.sweep import timed_row, verdict
+from ..device.transfers import time_copy, time_transfer
 
 # Bytes past every transfer that must keep their poison: catches a transfer that writes too far.
 GUARD_BYTES = 4096

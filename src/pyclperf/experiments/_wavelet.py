@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..checks import POISON_U32, compare_close, gamma, max_abs_error, poison_device
+from ..measure.checks import POISON_U32, compare_close, gamma, max_abs_error, poison_device
 from ._kit import FLOAT
 from .base import Check, Launch
 

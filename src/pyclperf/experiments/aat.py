@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..bankmodel import WARP, conflict_degree
+from ..theory.bankmodel import WARP, conflict_degree
 from ._kit import FLOAT
 from ._product import Product, Variant, fit_square
 

@@ -15,9 +15,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import POISON_U32, compare_close, max_abs_error, poison_device
-from ..program import ceil_to
-from ..results import OK
+from ..measure.checks import POISON_U32, compare_close, max_abs_error, poison_device
+from ..device.program import ceil_to
+from ..measure.results import OK
 from ._kit import DEFAULT_LOCAL_SIZE, EPS32, pick, positive
 from .base import Check, Experiment, Launch, noise_note
 

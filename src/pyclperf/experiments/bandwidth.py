@@ -17,7 +17,7 @@ work-group size (powers of two, 128 to 1024, up to the device's limit; ``sizes``
 4, 8, 16 and 32 work-groups per compute unit, and at full coverage (one float4 per work-item). The conclusion
 names the best read, write and convert and their shapes, and sets the best read beside another
 tool's read on the same device: ``reference_read_gbps=`` (with ``reference_label=``), else the
-newest such figure on record for this device in pyclperf/tool_figures.json (clpeak's on the
+newest such figure on record for this device in pyclperf/reference/tool_figures.json (clpeak's on the
 H200), else none.
 
 Verification, per point, on fresh input with the outputs (and a guard band past them) poisoned:
@@ -38,11 +38,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import _core, tool_figures
-from ..checks import (FLT_MIN, POISON_U32, compare, compare_close, gamma, poison_device,
+from .. import _core
+from ..reference import tool_figures
+from ..measure.checks import (FLT_MIN, POISON_U32, compare, compare_close, gamma, poison_device,
                       poison_pattern, random_bytes)
-from ..results import OK
-from ..stats import MiB
+from ..measure.results import OK
+from ..measure.stats import MiB
 from ._kit import FLOAT, check_alloc, pick, table
 from .base import Check, Experiment, Launch, noise_note
 
@@ -133,7 +134,7 @@ class Bandwidth(Experiment):
         sizes (powers of two); ``per_cu``: work-groups per compute unit to try; ``full``: also
         the grid of one float4 per work-item; ``reference_read_gbps``: another tool's read
         bandwidth on this device to set the best read beside (``reference_label`` names it),
-        instead of the figure on record in tool_figures.json."""
+        instead of the figure on record in reference/tool_figures.json."""
         super().__init__(ctx)
         info = ctx.info
         self.reference = self.reference_figure(info, reference_read_gbps, reference_label)
@@ -331,7 +332,7 @@ class Bandwidth(Experiment):
             text += f". Best read beside {self.reference[1]}: {ratio:.3f}x"
         elif "read" in self.modes:
             text += (f". No other tool's read figure is on record for {self.ctx.info.name} "
-                     "(pyclperf/tool_figures.json; reference_read_gbps= gives one)")
+                     "(pyclperf/reference/tool_figures.json; reference_read_gbps= gives one)")
         results.meta["conclusion"] = text
 
     @classmethod

@@ -3,7 +3,7 @@
 Every work-item sums words of a local table at (lid * stride) mod WORDS, moved along by 32 words
 per load (kernels/banks.cl), for strides 1..32 and a few larger, with the table stored plainly
 and padded (one spare word after every 32). Each point's time is set beside the conflict degree
-the bank model predicts for it (pyclperf.bankmodel: 32 banks of 4 bytes, the largest number of
+the bank model predicts for it (pyclperf.theory.bankmodel: 32 banks of 4 bytes, the largest number of
 distinct words one bank must deliver to one warp), so the plot shows whether time follows the
 model and whether padding takes the cost away.
 """
@@ -15,9 +15,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..bankmodel import strided_degree
-from ..checks import compare, poison_device
-from ..results import OK
+from ..theory.bankmodel import strided_degree
+from ..measure.checks import compare, poison_device
+from ..measure.results import OK
 from ._kit import DEFAULT_LOCAL_SIZE, pick, positive, whole_groups
 from .base import Check, Experiment, Launch
 

@@ -8,13 +8,13 @@ An experiment (``Experiment``) declares:
   optional reset run before every launch, extra columns);
 * ``check(point, launch)``: how to verify one point, a ``Check`` (passed, what differed, extra
   columns), normally by writing fresh input, poisoning the outputs, ``launch.run()`` and
-  comparing with a NumPy reference (pyclperf.checks);
+  comparing with a NumPy reference (pyclperf.measure.checks);
 * optionally ``skip(point)``: why a point cannot run here (a missing feature), else None.
 
 The base class does the rest, once: skipping, the launch check (the core's validate_launch),
-verifying, adaptive timing (pyclperf.engine.timing.time_adaptively: launches continue until a
+verifying, adaptive timing (pyclperf.measure.timing.time_adaptively: launches continue until a
 minimum total time), the row (statistics, bandwidth, operations per second, spread and the
-``noisy`` flag) and its status (pyclperf.results). Experiments that time something other than
+``noisy`` flag) and its status (pyclperf.measure.results). Experiments that time something other than
 kernel launches (transfers, batching, timers, peak) subclass ``Sweep`` and write ``measure``.
 """
 
@@ -28,15 +28,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import _core
-from ..clocks import Timing, check_method, event_clock, timing_for
-from ..engine.conditions import energy_columns
-from ..engine.residency import conditions_of
-from ..engine.timing import time_adaptively
-from ..peak import PeakBandwidth, theoretical
-from ..plausible import cache_allowance, ceiling_problem, clock_problem, flag
-from ..results import OK, SKIPPED, SUSPECT, Results
-from ..stats import NOISY_SPREAD_PCT
-from ..sweep import base_meta, classify, run_points, timed_row, verdict
+from ..device.clocks import Timing, check_method, event_clock, timing_for
+from ..measure.conditions import energy_columns
+from ..measure.residency import conditions_of
+from ..measure.timing import time_adaptively
+from ..device.peak import PeakBandwidth, theoretical
+from ..measure.plausible import cache_allowance, ceiling_problem, clock_problem, flag
+from ..measure.results import OK, SKIPPED, SUSPECT, Results
+from ..measure.stats import NOISY_SPREAD_PCT
+from ..measure.sweep import base_meta, classify, run_points, timed_row, verdict
 from ._kit import DEFAULT_LOCAL_SIZE, check_launch, table
 
 # Adaptive timing: launches continue until their kernel time adds up to this (seconds), so a
@@ -55,7 +55,7 @@ class Sweep(ABC):
     """What the engine needs of any experiment: an id, a one-line description, its points, and
     how to measure one.
 
-    ``measure`` returns a row's measured fields, including ``status`` (pyclperf.results). The
+    ``measure`` returns a row's measured fields, including ``status`` (pyclperf.measure.results). The
     engine hands the experiment the theoretical ``peak`` before the first point and adds a
     ``fraction_of_peak`` column wherever ``peak_kind`` names a known ceiling. Defining a subclass
     with an ``id`` registers it (pyclperf.experiments.REGISTRY): there is no list to edit.
@@ -120,7 +120,7 @@ class Sweep(ABC):
 
     def footprint_bytes(self, row: dict[str, Any]) -> int | None:
         """The distinct bytes a row's launch touches (its working set), which the plausibility
-        test (pyclperf.plausible) holds against the ceiling: by default the bytes it needs to
+        test (pyclperf.measure.plausible) holds against the ceiling: by default the bytes it needs to
         move. An experiment whose launches read the same bytes again says so here."""
         nbytes = row.get("bytes")
         return int(nbytes) if nbytes is not None else None
@@ -184,7 +184,7 @@ class Check:
 
 
 class _Steps:
-    """A launch's steps seen as one kernel by engine.timing.time_adaptively: ``time`` gives each
+    """A launch's steps seen as one kernel by tuner.timing.time_adaptively: ``time`` gives each
     launch's summed event (or host) times; ``run`` launches once."""
 
     def __init__(self, steps: Sequence[Step]) -> None:
@@ -211,7 +211,7 @@ def time_launch(launch: Launch, *, warmup: int, repeats: int, method: str = "eve
                 min_time_s: float = MIN_TIME_S) -> np.ndarray:
     """Per-launch times (ns) of ``launch`` by ``method`` ("events" or "host"), adaptively: at
     least ``repeats`` launches, more until their time adds up to ``min_time_s`` (at most
-    MAX_REPEATS, and within engine.timing.wall_limit_s of wall time)."""
+    MAX_REPEATS, and within tuner.timing.wall_limit_s of wall time)."""
     return time_adaptively(_Steps(launch.steps), [], None, warmup=warmup,
                            min_time_s=min_time_s, min_repeats=repeats,
                            max_repeats=max(repeats, MAX_REPEATS), reset=launch.reset,
@@ -298,13 +298,13 @@ def run_experiment(
     """Run every point of ``experiment``; ``peak`` defaults to ``theoretical(ctx)`` (NVML).
 
     ``method``: "auto" (events where the device's event clock passes its check, else the host
-    clock: pyclperf.clocks), "events" or "host"; the metadata says which clock timed the run
+    clock: pyclperf.device.clocks), "events" or "host"; the metadata says which clock timed the run
     and why (``method``, ``method_asked``, ``method_reason``, ``event_clock``), and so does
     every timed row (``method``, ``method_reason``). Kernel launches are timed adaptively: at
     least ``repeats`` of them, more until they add up to ``min_time_s`` seconds. Every timed
     row carries its spread (IQR / median, %) and a ``noisy`` flag where that spread exceeds
     stats.NOISY_SPREAD_PCT; a row whose figures the device cannot reach is ``suspect``
-    (pyclperf.plausible).
+    (pyclperf.measure.plausible).
     """
     check_method(method)
     if repeats < 1 or warmup < 0:

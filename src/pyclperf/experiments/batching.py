@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .. import _core
-from ..stats import MiB
-from ..sweep import host_clock_columns
+from ..measure.stats import MiB
+from ..measure.sweep import host_clock_columns
 from .base import Sweep
 from ._transfer import Mode, TransferRig, transfer_limit
 

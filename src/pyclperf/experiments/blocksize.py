@@ -15,9 +15,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare_close, poison_device
-from ..program import ceil_to
-from ..results import OK
+from ..measure.checks import compare_close, poison_device
+from ..device.program import ceil_to
+from ..measure.results import OK
 from ._kit import FLOAT, check_copy, pick, positive
 from .base import Check, Experiment, Launch, noise_note
 

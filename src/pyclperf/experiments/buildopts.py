@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import _core
-from ..results import OK, WRONG
+from ..measure.results import OK, WRONG
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import EPS, Throughput
 from .base import Check, Launch

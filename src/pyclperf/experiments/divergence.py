@@ -19,9 +19,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare_close
-from ..limits import warp_size
-from ..results import OK
+from ..measure.checks import compare_close
+from ..theory.limits import warp_size
+from ..measure.results import OK
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, round_trip, whole_groups
 from .base import Check, Experiment, Launch
 

@@ -7,7 +7,7 @@ Variants:
 
 * ``two_pass``: per-group sums, then a second launch of one work-group over them (both times count);
 * ``last_group``: one launch; the last group to count itself in adds the per-group sums;
-* ``persistent``: the same kernel on compute units x resident groups per unit (pyclperf.limits'
+* ``persistent``: the same kernel on compute units x resident groups per unit (pyclperf.theory.limits'
   estimate on NVIDIA; one group per compute unit where nothing is known), each work-item
   striding over many more elements;
 * ``no_fence``: ``last_group`` without its ordering (no fences; a relaxed increment with
@@ -40,9 +40,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare_close, gamma, poison_device
-from ..limits import estimate
-from ..results import OK, WRONG
+from ..measure.checks import compare_close, gamma, poison_device
+from ..theory.limits import estimate
+from ..measure.results import OK, WRONG
 from ._kit import (DEFAULT_LOCAL_SIZE, FLOAT, by_variant, floats_to_sum, pick, positive,
                    probe_build, tree_local_size)
 from .base import Check, Experiment, Launch, noise_note

@@ -21,8 +21,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare, poison_device
-from ..results import OK
+from ..measure.checks import compare, poison_device
+from ..measure.results import OK
 from ._kit import (FLOAT, by_variant, check_image_side, conclude_variants,
                    image_bytes, no_images_reason, pick)
 from .base import Check, Experiment, Launch, noise_note

@@ -23,8 +23,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare, poison_device, random_bytes
-from ..results import OK
+from ..measure.checks import compare, poison_device, random_bytes
+from ..measure.results import OK
 from ._kit import DEFAULT_LOCAL_SIZE, default_groups, pick, positive
 from .base import Check, Experiment, Launch
 

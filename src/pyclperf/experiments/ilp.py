@@ -23,9 +23,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare
-from ..limits import warp_size
-from ..results import OK
+from ..measure.checks import compare
+from ..theory.limits import warp_size
+from ..measure.results import OK
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, positive, round_trip
 from .base import Check, Experiment, Launch, noise_note
 

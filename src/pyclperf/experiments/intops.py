@@ -11,8 +11,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import POISON_U32, compare
-from ..results import OK
+from ..measure.checks import POISON_U32, compare
+from ..measure.results import OK
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import Throughput
 from .base import Check, Launch

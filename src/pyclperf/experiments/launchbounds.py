@@ -18,9 +18,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare_close
-from ..limits import parse_registers, verbose_build_options
-from ..results import OK
+from ..measure.checks import compare_close
+from ..theory.limits import parse_registers, verbose_build_options
+from ..measure.results import OK
 from ._kit import FLOAT, round_trip, whole_groups
 from .base import Check, Experiment, Launch
 

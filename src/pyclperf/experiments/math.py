@@ -10,8 +10,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..checks import ulp_error
-from ..results import OK, WRONG
+from ..measure.checks import ulp_error
+from ..measure.results import OK, WRONG
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import EPS, HALF_EPS, Throughput, fmt
 from .base import Check, Launch

@@ -3,7 +3,7 @@
 A bandwidth-bound copy (kernels/occupancy.cl) takes a ``__local`` buffer whose size the host
 sets at launch. For each target number of work-groups per compute unit the buffer is sized so
 that only that many fit in a compute unit's local memory; the copy's work does not change. Each
-row carries the theoretical estimate of pyclperf.limits (work-groups per compute unit allowed by
+row carries the theoretical estimate of pyclperf.theory.limits (work-groups per compute unit allowed by
 local memory, by threads and by registers, and the occupancy they give where the device is
 known) beside the measured bandwidth.
 """
@@ -15,10 +15,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..limits import (CANNOT_KNOW, NVIDIA_SM, estimate, nv_compute_capability, parse_registers,
+from ..theory.limits import (CANNOT_KNOW, NVIDIA_SM, estimate, nv_compute_capability, parse_registers,
                       verbose_build_options)
-from ..program import LocalMemory
-from ..results import OK
+from ..device.program import LocalMemory
+from ..measure.results import OK
 from ._kit import FLOAT, check_copy, whole_groups
 from .base import Check, Experiment, Launch, noise_note
 

@@ -32,11 +32,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import random_bytes
-from ..results import OK, SKIPPED
-from ..sources import kernel_source
-from ..stats import KiB, MiB
-from ..sweep import timed_row, verdict
+from ..measure.checks import random_bytes
+from ..measure.results import OK, SKIPPED
+from ..device.sources import kernel_source
+from ..measure.stats import KiB, MiB
+from ..measure.sweep import timed_row, verdict
 from ._transfer import sizes_up_to
 from .base import Sweep, noise_note
 
@@ -54,7 +54,7 @@ SUSPECT = 1.2  # an OpenCL path this much faster than CUDA's peer copy did not c
 
 def peer_of(ctx: Any) -> Any:
     """Another device of ctx's platform (the next one, wrapping), or None."""
-    from ..devices import list_devices
+    from ..device.devices import list_devices
 
     mine = ctx.info
     same = [d for d in list_devices() if d.platform_index == mine.platform_index
@@ -78,7 +78,7 @@ class P2P(Sweep):
     def __init__(self, ctx: Any, sizes: Sequence[int] | None = None, max_bytes: int | None = None,
                  peer: Any = None, cuda: bool = True) -> None:
         super().__init__(ctx)
-        from ..context import Context
+        from ..device.context import Context
 
         info = peer if peer is not None else peer_of(ctx)
         self.skip_reason = "" if info is not None else (
@@ -109,7 +109,7 @@ class P2P(Sweep):
         """The CUDA reference when both devices are NVIDIA's and CuPy sees two devices."""
         if "NVIDIA" not in self.ctx.info.platform_name.upper():
             return None
-        from ..reference_cuda import CudaReference, CudaUnavailableError
+        from ..reference.cuda import CudaReference, CudaUnavailableError
 
         try:
             ref = CudaReference()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..results import OK, SKIPPED
+from ..measure.results import OK, SKIPPED
 from .base import Sweep
 
 CEILINGS = {

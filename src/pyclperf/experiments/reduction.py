@@ -32,8 +32,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare_close, gamma, poison_device
-from ..results import OK, SKIPPED
+from ..measure.checks import compare_close, gamma, poison_device
+from ..measure.results import OK, SKIPPED
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, default_groups, pick, probe_build, tree_local_size
 from .base import Check, Experiment, Launch, noise_note
 

@@ -27,8 +27,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare_close, gamma, poison_device
-from ..results import OK, SKIPPED
+from ..measure.checks import compare_close, gamma, poison_device
+from ..measure.results import OK, SKIPPED
 from ._kit import FLOAT, check_image_side, no_images_reason, pick
 from . import _wavelet
 from .base import Check, Experiment, Launch, noise_note

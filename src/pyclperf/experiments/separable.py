@@ -31,8 +31,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare_close, gamma, max_abs_error, poison_device
-from ..results import OK
+from ..measure.checks import compare_close, gamma, max_abs_error, poison_device
+from ..measure.results import OK
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, pick, positive
 from .base import Check, Experiment, Launch
 

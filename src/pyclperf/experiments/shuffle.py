@@ -30,9 +30,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..devices import build_std, missing
-from ..checks import compare_close, gamma, poison_device
-from ..results import OK, SKIPPED
+from ..device.devices import build_std, missing
+from ..measure.checks import compare_close, gamma, poison_device
+from ..measure.results import OK, SKIPPED
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, floats_to_sum, pick, tree_local_size
 from .base import Check, Experiment, Launch, noise_note
 

@@ -20,9 +20,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare
-from ..limits import parse_registers, verbose_build_options
-from ..results import OK
+from ..measure.checks import compare
+from ..theory.limits import parse_registers, verbose_build_options
+from ..measure.results import OK
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, pick, positive, round_trip, table
 from .base import Check, Experiment, Launch, noise_note
 

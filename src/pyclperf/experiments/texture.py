@@ -14,9 +14,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare_close, max_abs_error, poison_device
-from ..program import ceil_to
-from ..results import OK
+from ..measure.checks import compare_close, max_abs_error, poison_device
+from ..device.program import ceil_to
+from ..measure.results import OK
 from ._kit import (DEFAULT_LOCAL_SIZE, EPS32, FLOAT, check_image_side, image_bytes, no_images_reason,
                    pick, positive)
 from .base import Check, Experiment, Launch

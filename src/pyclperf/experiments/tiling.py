@@ -9,8 +9,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..results import OK
-from ..sweep import timed_row, verdict
+from ..measure.results import OK
+from ..measure.sweep import timed_row, verdict
 from ._kit import is_nvidia
 from ._product import Product, Variant, fit_square
 from .base import noise_note
@@ -42,11 +42,11 @@ def find_reference(info: _core.DeviceInfo) -> tuple[Any, str]:
 
 def time_reference(cupy: Any, a: np.ndarray, b: np.ndarray,
                    batches: int) -> tuple[np.ndarray, tuple[bool, str], str]:
-    """cupy.matmul(A, B) timed by the CUDA reference module (pyclperf.reference_cuda): ns per
+    """cupy.matmul(A, B) timed by the CUDA reference module (pyclperf.reference.cuda): ns per
     launch, one figure per batch of back-to-back launches, so the host's launch gap stays out as
     it does from OpenCL's event times; whether its result (into an output filled with NaN first)
     passed the product check and what differed; and how it was timed."""
-    from ..reference_cuda import CudaReference
+    from ..reference.cuda import CudaReference
 
     ref, _ = CudaReference(cp=cupy).matmul(a, b)
     timing = ref.timer.measure(batches)

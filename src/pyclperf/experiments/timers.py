@@ -12,9 +12,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare, poison_device
-from ..results import OK
-from ..sweep import host_clock_columns, timed_row, timing_label, verdict
+from ..measure.checks import compare, poison_device
+from ..measure.results import OK
+from ..measure.sweep import host_clock_columns, timed_row, timing_label, verdict
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, positive, whole_groups
 from .base import Sweep
 
@@ -91,7 +91,7 @@ class Timers(Sweep):
         return compare(out, data, "copied floats")
 
     def finish(self, results: Any) -> None:
-        """Whether events can be believed here (the device's clock check, pyclperf.clocks, and
+        """Whether events can be believed here (the device's clock check, pyclperf.device.clocks, and
         these rows), and what the host clock adds to a launch."""
         clock = results.meta.get("event_clock") or {}
         if clock and not clock.get("usable", True):

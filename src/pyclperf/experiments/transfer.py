@@ -8,8 +8,8 @@ from typing import Any, Sequence
 import pandas as pd
 
 from .. import _core
-from ..results import OK
-from ..stats import GiB, KiB, MiB
+from ..measure.results import OK
+from ..measure.stats import GiB, KiB, MiB
 from .base import Sweep
 from ._transfer import ALL_MODES, Mode, TransferRig, sizes_up_to, transfer_limit
 

@@ -4,7 +4,7 @@ A float..float16 copy with 1, 2 or 4 elements per work-item (kernels/vector.cl, 
 variant), and the Reverse document's byte reversal with 1, 16 and 64 bytes per work-item (the
 reverse_* kernels of the same file). The fastest verified copy is what pyclperf reports as the
 device's achievable bandwidth (``meta["best_gbps"]``, ``meta["best_variant"]``). Its conclusion names
-the CUDA reference for it, CUDA's own device copy (pyclperf.reference_cuda, timed by CUDA events
+the CUDA reference for it, CUDA's own device copy (pyclperf.reference.cuda, timed by CUDA events
 around batches of back-to-back launches), and measures it where CuPy reaches an NVIDIA device.
 """
 
@@ -16,9 +16,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import compare, poison_device, random_bytes
-from ..stats import GiB, MiB
-from ..results import OK
+from ..measure.checks import compare, poison_device, random_bytes
+from ..measure.stats import GiB, MiB
+from ..measure.results import OK
 from ._kit import DEFAULT_LOCAL_SIZE, is_nvidia, pick, positive
 from .base import Check, Experiment, Launch, noise_note
 
@@ -144,7 +144,7 @@ class VectorWidth(Experiment):
     def _against_cuda(self, best: dict[str, Any], meta: dict[str, Any]) -> str:
         """The best copy against CUDA's own copy of the same bytes where CuPy can measure it;
         otherwise which reference applies, how it is timed, and why it was not measured."""
-        from .. import reference_cuda as rc
+        from ..reference import cuda as rc
 
         applies = (f"the CUDA reference that applies is {rc.COPY_REFERENCE} of the same "
                    f"{self.nbytes} bytes, timed by {rc.TIMED_AS}")

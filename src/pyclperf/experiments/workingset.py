@@ -29,8 +29,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..checks import POISON_U32, compare, poison_device
-from ..results import OK
+from ..measure.checks import POISON_U32, compare, poison_device
+from ..measure.results import OK
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, check_alloc, pick, positive
 from .base import Check, Experiment, Launch, noise_note
 

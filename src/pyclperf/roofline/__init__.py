@@ -4,7 +4,7 @@
   driver: DRAM read/write/copy, cache levels found from the knees of the working-set curves,
   local memory, host transfers, FP32/FP64/FP16 and integer throughput, launch latency
   (profiling.py, memory.py, ceilings.py, knees.py, store.py);
-* ``plot_roofline(profile, points)``: the hierarchical roofline from those ceilings (plot.py);
+* ``plot_roofline(profile, points)``: the hierarchical roofline from those ceilings (views/plot.py);
 * ``explain(results, ...)``: where a tuned kernel's configurations sit on it, which roof binds,
   how far from it, what each tuned parameter moves, and which Guide experiments apply
   (explaining.py, traffic.py).

@@ -86,7 +86,7 @@ RULES = (
 def recommendations(facts: Facts) -> list[dict[str, Any]]:
     """The rules that apply, each with its experiment, the document section and why."""
     from ..experiments import REGISTRY
-    from ..guide_figures import FIGURES
+    from ..guide.figures import FIGURES
 
     out = []
     for rule in RULES:
@@ -103,7 +103,7 @@ def recommendations(facts: Facts) -> list[dict[str, Any]]:
 
 def uses_local(source: str, values: Sequence[Any] = ()) -> bool:
     """Whether a kernel uses __local memory: declared in its source, or passed LocalMemory."""
-    from ..program import LocalMemory
+    from ..device.program import LocalMemory
 
     return bool(LOCAL.search(source)) or any(isinstance(v, LocalMemory) for v in values)
 

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..checks import compare, poison_device
+from ..measure.checks import compare, poison_device
 from .record import Effort, Figure, best_of, guarded, latency, missing, rate, timings
 
 UNROLL = 16

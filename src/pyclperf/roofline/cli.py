@@ -71,7 +71,7 @@ def expression(text: str | None, params: Sequence[str], what: str) -> Callable[[
     evaluator), or None."""
     if text is None:
         return None
-    from ..engine.restrictions import compile_expression
+    from ..tuner.restrictions import compile_expression
 
     expr = compile_expression(text, list(params), what=what)
     return lambda config: float(expr(config))
@@ -80,7 +80,7 @@ def expression(text: str | None, params: Sequence[str], what: str) -> Callable[[
 def cmd_explain(args: argparse.Namespace) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     import pyclperf
-    from pyclperf.engine.spec import parse_spec
+    from pyclperf.tuner.spec import parse_spec
 
     from .explaining import explain_spec
     from .profiling import _plain

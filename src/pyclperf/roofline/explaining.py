@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..results import OK, TIMED, Results
+from ..measure.results import OK, TIMED, Results
 from . import advice, traffic
 from .memory import size_text
 from .profiling import Profile, Roof
@@ -218,7 +218,7 @@ def explain(results: Results | str | os.PathLike[str], profile: Profile | None =
     chosen = _choose(rows, params, config)
     cfg = {p: chosen[p] for p in params}
     if ctx is None and (profile is None or bytes is None):
-        from ..context import Context
+        from ..device.context import Context
 
         dev = res.meta.get("device", {})
         ctx = Context(f"{dev['platform_index']}:{dev['device_index']}" if "platform_index" in dev else None)
@@ -299,9 +299,9 @@ def explain_spec(spec: str | os.PathLike[str], profile: Profile | None = None, *
                  say: Callable[[str], None] = lambda text: None) -> tuple[Explanation, Results]:
     """Explain a tune spec (as ``pyclperf tune`` takes): its results file, or a tune run
     first; the kernel's source, arguments, ``inout`` and compiler options from the spec."""
-    from ..context import Context
-    from ..engine.inputs import options_text
-    from ..engine.spec import parse_spec
+    from ..device.context import Context
+    from ..tuner.inputs import options_text
+    from ..tuner.spec import parse_spec
     from . import profiling
 
     kwargs = dict(parse_spec(spec).kwargs)

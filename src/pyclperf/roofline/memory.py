@@ -23,13 +23,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..checks import compare, poison_device
+from ..measure.checks import compare, poison_device
 from ..experiments._transfer import Mode, TransferRig, transfer_limit
 from ..experiments.bandwidth import Bandwidth
 from ..experiments.vector import VectorWidth
 from ..experiments.workingset import WorkingSet, default_sizes, pow2_floor
-from ..results import OK
-from ..stats import MiB
+from ..measure.results import OK
+from ..measure.stats import MiB
 from . import knees as K
 from .record import Effort, Figure, from_row, guarded, missing, rate, timings
 

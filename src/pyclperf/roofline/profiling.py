@@ -180,7 +180,7 @@ def measure(ctx: Any, quick: bool = False, progress: Callable[[str], None] | Non
             parts: tuple[str, ...] = PARTS) -> Profile:
     """Measure a profile now (no cache): ``parts`` a subset of PARTS (tests), ``progress``
     told the name of each part as it starts."""
-    from ..sweep import base_meta
+    from ..measure.sweep import base_meta
 
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
@@ -260,7 +260,7 @@ def profile(ctx: Any = None, *, quick: bool = False, refresh: bool = False,
     valid (a full profile serves a ``quick`` request too), else measured now and cached.
     ``refresh`` measures again whatever is cached; ``folder`` overrides the cache folder
     (default store.profiles_dir()); ``save=False`` leaves the cache alone."""
-    from ..context import Context
+    from ..device.context import Context
 
     ctx = Context() if ctx is None else ctx
     where = Path(folder) if folder is not None else None

@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..results import OK
-from ..stats import summarize
+from ..measure.results import OK
+from ..measure.stats import summarize
 
 UNITS = ("GB/s", "GFLOP/s", "Gop/s", "ns")
 SKIPPED, FAILED = "skipped", "failed"
@@ -100,8 +100,8 @@ def guarded(unit: str, how: str, measure: Callable[[], Figure]) -> Figure:
 
 
 def timings(kernel: Any, global_size: Any, local_size: Any, effort: Effort) -> np.ndarray:
-    """Event times (ns) of a kernel whose arguments are set, adaptively (engine.timing)."""
-    from ..engine.timing import time_adaptively
+    """Event times (ns) of a kernel whose arguments are set, adaptively (tuner.timing)."""
+    from ..measure.timing import time_adaptively
 
     return time_adaptively(kernel, global_size, local_size, warmup=effort.warmup,
                            min_time_s=effort.min_time_s, min_repeats=effort.repeats,

@@ -43,7 +43,7 @@ KEY_FIELDS = ("platform_name", "name", "vendor", "compute_units", "global_mem_by
 
 def device_key(info: Any) -> str:
     """What one cached profile stands for: the device, its platform and its driver. ``info`` is
-    a DeviceInfo or a results file's device dict (pyclperf.devices.device_summary)."""
+    a DeviceInfo or a results file's device dict (pyclperf.device.devices.device_summary)."""
     get = info.get if isinstance(info, dict) else lambda k: getattr(info, k)
     return " | ".join(str(get(k)) for k in KEY_FIELDS)
 

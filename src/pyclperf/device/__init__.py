@@ -1,0 +1,1 @@
+"""The device layer: contexts, programs, kernels, buffers, the devices and their clocks."""

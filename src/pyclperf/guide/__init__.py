@@ -1,0 +1,1 @@
+"""The guide: every experiment run, each claim's verdict, one report."""

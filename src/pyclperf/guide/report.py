@@ -1,0 +1,152 @@
+"""The guide's page: one self-contained HTML file (every image embedded as base64) that opens
+with the device and a summary table of all experiments, then one section per experiment: its
+plot, its conclusion, the source document's figure beside this device's, and a verdict."""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from . import figures as guide_figures
+from ..views.report import _STYLE, figure_png, table_html
+from ..measure.results import OK
+
+if TYPE_CHECKING:
+    from .run import Outcome
+
+_GUIDE_STYLE = _STYLE + """
+.verdict { font-weight: bold; }
+.holds { color: #070; } .changed { color: #a60; } .reversed { color: #b00; }
+.failed { color: #b00; }
+td.left, th.left { text-align: left; }
+section { border-top: 1px solid #ddd; margin-top: 2em; }
+pre { white-space: pre-wrap; font-size: 0.8em; background: #f7f7f7; padding: 0.5em; }
+"""
+
+_DEVICE_KEYS = ("name", "vendor", "type", "platform_name", "version", "driver_version",
+                "compute_units", "max_clock_mhz", "global_mem_bytes", "local_mem_bytes",
+                "max_work_group_size", "nv_compute_capability", "profiling_timer_resolution_ns")
+
+
+def _e(v: Any) -> str:
+    return html.escape(str(v))
+
+
+def _num(v: float | None, fmt: str = ".3g") -> str:
+    return "" if v is None else format(v, fmt)
+
+
+def _device(outcomes: Sequence["Outcome"]) -> dict[str, Any]:
+    for o in outcomes:
+        if o.results is not None and o.results.meta.get("device"):
+            return dict(o.results.meta["device"])
+    return {}
+
+
+def _kind(device: dict[str, Any]) -> str:
+    return "GPU" if "GPU" in str(device.get("type", "")).upper() else "device"
+
+
+def _verified(o: "Outcome") -> str:
+    if o.results is None:
+        return "0 / 0"
+    ok = sum(1 for r in o.results.rows if r.get("status") == OK)
+    return f"{ok} / {len(o.results.rows)}"
+
+
+def _summary(outcomes: Sequence["Outcome"], kind: str) -> str:
+    head = ("<tr><th class='left'>experiment</th><th>run</th><th>verified points</th><th>seconds</th>"
+            "<th class='left'>source figure: what</th><th>source</th><th>this device</th>"
+            f"<th>verdict on this {kind}</th></tr>")
+    rows = []
+    for o in outcomes:
+        fig = guide_figures.compare_to_source(o.results, o.experiment) or {}
+        bad = "" if o.status == "passed" else " class='failed'"
+        rows.append(
+            f"<tr><td class='left'><a href='#{_e(o.experiment)}'>{_e(o.experiment)}</a></td>"
+            f"<td{bad}>{_e(o.status)}</td><td>{_verified(o)}</td><td>{o.seconds:.1f}</td>"
+            f"<td class='left'>{_e(fig.get('what', ''))}</td><td>{_num(fig.get('source_ratio'))}</td>"
+            f"<td>{_num(fig.get('device_ratio'))}</td>"
+            f"<td class='verdict {_e(fig.get('verdict', ''))}'>{_e(fig.get('verdict', ''))}</td></tr>")
+    return f"<div class='scroll'><table>{head}{''.join(rows)}</table></div>"
+
+
+def _source_block(o: "Outcome", kind: str) -> str:
+    fig = guide_figures.compare_to_source(o.results, o.experiment)
+    if fig is None:
+        return f"<p class='meta'>The sources give no figure to hold this {kind} against.</p>"
+    table = ("<table><tr><th class='left'>source</th><th class='left'>ratio</th><th>source</th>"
+             "<th>this device</th><th>this device / source</th></tr>"
+             f"<tr><td class='left'>{_e(fig['source'])}</td><td class='left'>{_e(fig['what'])}</td>"
+             f"<td>{_num(fig['source_ratio'])}</td><td>{_num(fig['device_ratio'])}</td>"
+             f"<td>{_num(fig['device_over_source'])}</td></tr></table>")
+    if fig["absolute"]:
+        line = "no verdict: a figure of the hardware, not an effect"
+    elif not fig["verdict"]:
+        line = "no verdict: this device's figure could not be computed (no verified rows for it)"
+    else:
+        line = f"{fig['verdict']} on this {kind}"
+    return (f"{table}<p class='verdict {_e(fig['verdict'])}'>Verdict: {_e(line)}</p>")
+
+
+def _section(o: "Outcome", kind: str) -> str:
+    res = o.results
+    title = res.meta.get("title") if res is not None else None
+    parts = [f"<section id='{_e(o.experiment)}'><h2>{_e(o.experiment)}: {_e(title or '')}</h2>"]
+    if res is not None and res.meta.get("description"):
+        parts.append(f"<p class='meta'>{_e(res.meta['description'])} · {_e(res.meta.get('guide', ''))}</p>")
+    parts.append(f"<p>Run: <b>{_e(o.status)}</b> in {o.seconds:.1f} s; verified points {_verified(o)}.</p>")
+    if res is not None and res.meta.get("method_reason"):  # a clock other than the one asked for
+        parts.append(f"<p class='meta'>Timing: {_e(res.meta['method_reason'])}</p>")
+    if o.status != "passed" and o.stderr_tail:
+        parts.append(f"<pre>{_e(o.stderr_tail)}</pre>")
+    png = figure_png(res) if res is not None else None
+    if png:
+        parts.append(f"<img alt='{_e(o.experiment)} plot' src='data:image/png;base64,{png}'>")
+    for extra in _model_figures(res):
+        parts.append(f"<img alt='{_e(o.experiment)} model' src='data:image/png;base64,{extra}'>")
+    if res is not None and res.meta.get("conclusion"):
+        parts.append(f"<p class='conclusion'>{_e(res.meta['conclusion'])}</p>")
+    parts.append(_source_block(o, kind))
+    if res is not None and res.rows:
+        parts.append(f"<details><summary>rows</summary>{table_html(res)}</details>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _model_figures(res: Any) -> list[str]:
+    """Figures of the models beside the measurements (views/plot_models.py), where there is one."""
+    from ..views.plot_models import model_figures_png
+
+    return model_figures_png(res) if res is not None else []
+
+
+def render_guide(outcomes: Sequence["Outcome"], quick: bool = False) -> str:
+    device = _device(outcomes)
+    kind = _kind(device)
+    name = device.get("name", "unknown device")
+    title = f"The Guide on {name}"
+    dev_rows = "".join(f"<tr><th class='left'>{_e(k)}</th><td class='left'>{_e(device[k])}</td></tr>"
+                       for k in _DEVICE_KEYS if k in device)
+    passed = sum(1 for o in outcomes if o.status == "passed")
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
+             f"<style>{_GUIDE_STYLE}</style></head><body><h1>{_e(title)}</h1>",
+             f"<p>{passed} of {len(outcomes)} experiments passed"
+             + (" (quick run: two timed launches per point; figures are rough)" if quick else "")
+             + ".</p>",
+             f"<h2>Device</h2><table>{dev_rows}</table>",
+             f"<h2>Summary</h2>{_summary(outcomes, kind)}",
+             "<details><summary>How the verdict is decided</summary><pre>"
+             f"{_e(guide_figures.__doc__ or '')}</pre></details>"]
+    parts += [_section(o, kind) for o in outcomes]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_guide(outcomes: Sequence["Outcome"], path: str | os.PathLike[str], quick: bool = False) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(render_guide(outcomes, quick=quick), encoding="utf-8")
+    return p

@@ -1,0 +1,213 @@
+"""``pyclperf guide``: every experiment of the catalogue on one device, one HTML page.
+
+Each experiment runs in its own process (``python -m pyclperf run ...``), so a hang (stopped
+after a per-experiment timeout) or a crash (a driver abort, a segfault) costs that experiment
+only; the page says what happened to it and goes on. One progress bar covers the whole run.
+The page itself is built by guide/report.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..measure.results import Results
+
+# Seconds one experiment may take before it is stopped. The full run's default suits a GPU
+# (the slowest experiments sweep GiB transfers); --quick runs on a CPU device with two timed
+# launches per point.
+TIMEOUT_S = 600.0
+QUICK_TIMEOUT_S = 240.0
+# --quick: two timed launches per point, one warm-up, no minimum total time (adaptive timing
+# would otherwise keep launching for 20 ms per point). Sizes stay the experiments' defaults for
+# the device kind, which on a CPU device are already small.
+QUICK_ARGS = ("--repeats", "2", "--warmup", "1", "--min-time-s", "0")
+# A comma-separated subset of experiment ids (the test suite's shortcut; empty or "all" = all).
+ONLY_ENV = "PYCLPERF_GUIDE_ONLY"
+
+# What happened to an experiment's process.
+PASSED, FAILED, TIMED_OUT, CRASHED, REFUSED = "passed", "some points failed", "timed out", "crashed", "refused"
+NOT_RUN = "not run (budget spent)"
+INTERRUPTED = "not run (interrupted)"
+
+
+@dataclass
+class Outcome:
+    """One experiment's process: how it ended, how long it took, what it said last."""
+
+    experiment: str
+    status: str
+    seconds: float
+    returncode: int | None
+    stderr_tail: str = ""
+    results: Results | None = field(default=None, repr=False)
+
+
+def experiment_ids(only: str | None = None) -> list[str]:
+    """The catalogue in its order, or the subset named in ``only`` (comma-separated)."""
+    from ..experiments import catalogue, get
+
+    if only and only.strip() != "all":
+        wanted = [s.strip() for s in only.split(",") if s.strip()]
+        for name in wanted:
+            get(name)  # an unknown id is an error naming the catalogue, not a silent skip
+        return wanted
+    return [cls.id for cls in catalogue()]
+
+
+def command(experiment: str, out_dir: Path, device: str | None, quick: bool,
+            extra: Sequence[str] = ()) -> list[str]:
+    cmd = [sys.executable, "-m", "pyclperf", "run", experiment, "--out", str(out_dir), *extra]
+    if device is not None:
+        cmd += ["--device", device]
+    if quick:
+        cmd += list(QUICK_ARGS)
+    return cmd
+
+
+def _status(returncode: int) -> str:
+    if returncode == 0:
+        return PASSED
+    if returncode == 1:
+        return FAILED
+    if returncode == 2:
+        return REFUSED
+    return CRASHED  # a signal (negative) or an exit no pyclperf code path takes
+
+
+def run_one(experiment: str, out_dir: Path, device: str | None, quick: bool,
+            timeout_s: float, extra: Sequence[str] = ()) -> Outcome:
+    """Run one experiment in a process of its own and collect what it left."""
+    start = time.monotonic()
+    # Its own session: on a timeout the whole process group (any helper it started) is stopped.
+    proc = subprocess.Popen(command(experiment, out_dir, device, quick, extra), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "MPLBACKEND": "Agg"})
+    try:
+        _, err = proc.communicate(timeout=timeout_s)
+        status = _status(proc.returncode)
+    except KeyboardInterrupt:
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session: Ctrl-C did not reach it
+        proc.wait()
+        raise
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        status = TIMED_OUT
+        err = (err or "") + f"\nstopped after {timeout_s:.0f} s"
+    seconds = time.monotonic() - start
+    path = out_dir / f"{experiment}.jsonl"
+    results = None
+    if path.is_file():
+        try:  # a killed run leaves its finished points: they are still worth drawing
+            results = Results.load(path)
+        except ValueError as exc:
+            err = (err or "") + f"\n{exc}"
+    tail = "\n".join((err or "").strip().splitlines()[-6:])
+    return Outcome(experiment, status, seconds, proc.returncode, tail, results)
+
+
+def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: bool = False,
+              timeout_s: float | None = None, only: str | None = None,
+              progress: bool = True, runner: Callable[..., Outcome] = run_one,
+              peak_gbps: float | None = None, budget_s: float | None = None,
+              method: str = "auto") -> tuple[Path, list[Outcome]]:
+    """Run the catalogue (or ``only``) and write ``out/guide.html``; returns its path and the
+    outcome of every experiment. ``peak_gbps`` is the theoretical DRAM bandwidth where NVML
+    cannot tell (the roofline needs it). ``method`` is every experiment's clock ("auto",
+    "events" or "host", as ``pyclperf run --method``). ``budget_s`` bounds the whole run: each experiment's
+    timeout shrinks to what is left, and those that find nothing left are listed as not run.
+    Ctrl-C (or SIGTERM) stops the run; the page is still written with what finished."""
+    from tqdm import tqdm
+
+    from ..measure.writer import check_out_dir
+    from .report import write_guide
+
+    out_dir = check_out_dir(os.fspath(out))
+    results_dir = out_dir / "results"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    ids = experiment_ids(only if only is not None else os.environ.get(ONLY_ENV))
+    timeout = timeout_s if timeout_s is not None else (QUICK_TIMEOUT_S if quick else TIMEOUT_S)
+    outcomes: list[Outcome] = []
+    start = time.monotonic()
+    from ..device.clocks import check_method
+
+    extra = ["--peak-gbps", str(peak_gbps)] if peak_gbps else []
+    if check_method(method) != "auto":
+        extra += ["--method", method]
+    with tqdm(total=len(ids), unit="experiment", disable=not progress, file=sys.stderr) as bar:
+        for name in ids:
+            bar.set_postfix_str(name)
+            left = budget_s - (time.monotonic() - start) if budget_s is not None else timeout
+            if left < 1:
+                outcome = Outcome(name, NOT_RUN, 0.0, None)
+            else:
+                try:
+                    outcome = runner(name, results_dir, device, quick, min(timeout, left), extra)
+                except KeyboardInterrupt:
+                    outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
+                    break
+            outcomes.append(outcome)
+            if outcome.status != PASSED:
+                bar.write(f"{name}: {outcome.status}" + (f" ({outcome.stderr_tail.splitlines()[-1]})"
+                                                         if outcome.stderr_tail else ""))
+            bar.update(1)
+    page = write_guide(outcomes, out_dir / "guide.html", quick=quick)
+    return page, outcomes
+
+
+def _term_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # `timeout` and schedulers send SIGTERM: stop as Ctrl-C does
+
+
+def cmd_guide(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, _term_as_interrupt)
+    page, outcomes = run_guide(args.out, device=args.device, quick=args.quick,
+                               timeout_s=args.timeout, only=args.only, peak_gbps=args.peak_gbps,
+                               budget_s=args.budget, method=args.method)
+    bad = [o for o in outcomes if o.status != PASSED]
+    print(f"{len(outcomes) - len(bad)} of {len(outcomes)} experiments passed"
+          + (f"; not passed: {', '.join(f'{o.experiment} ({o.status})' for o in bad)}" if bad else ""))
+    print(f"wrote {page}")
+    if any(o.status == INTERRUPTED for o in outcomes):
+        return 130
+    return 1 if bad else 0
+
+
+def add_parser(sub: Any, raw: type[argparse.HelpFormatter],
+               device_option: Callable[[argparse.ArgumentParser], None], epilog: str) -> None:
+    g = sub.add_parser(
+        "guide", formatter_class=raw, epilog=epilog,
+        help="every experiment on one device, each in its own process, into one HTML page",
+        description="Run the whole catalogue on one device and write DIR/guide.html: a summary "
+                    "table, the device, and per experiment its plot, conclusion, the source "
+                    "document's figure beside this device's, and a verdict (holds / changed / "
+                    "reversed). Results files go to DIR/results/.")
+    device_option(g)
+    g.add_argument("--out", default="guide", metavar="DIR", help="output folder (default ./guide)")
+    g.add_argument("--quick", action="store_true",
+                   help="two timed launches per point and no minimum time: minutes on a CPU device")
+    g.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help=f"seconds one experiment may take before it is stopped "
+                        f"(default {TIMEOUT_S:.0f}, {QUICK_TIMEOUT_S:.0f} with --quick)")
+    g.add_argument("--only", default=None, metavar="IDS",
+                   help=f"comma-separated experiment ids to run instead of all (also ${ONLY_ENV})")
+    g.add_argument("--budget", type=float, default=None, metavar="S",
+                   help="seconds the whole run may take: later experiments get what is left, and "
+                        "those that find nothing left are listed as not run")
+    g.add_argument("--peak-gbps", type=float, default=None,
+                   help="theoretical device-memory bandwidth, where NVML cannot tell (rooflines need it)")
+    g.add_argument("--method", choices=("auto", "events", "host"), default="auto",
+                   help="every experiment's clock, as for 'run' (default auto: events where the "
+                        "device's event clock passes its check, else the host clock)")
+    g.set_defaults(func=cmd_guide)
+
+
+__all__: Sequence[str] = ["Outcome", "add_parser", "experiment_ids", "run_guide", "run_one"]

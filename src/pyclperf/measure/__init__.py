@@ -1,0 +1,1 @@
+"""The measuring core: points, rows, statistics, checks, results files."""

@@ -1,0 +1,300 @@
+"""Verification helpers: fresh random inputs, poisoned outputs, and comparisons that say what
+differed. A copy must reproduce random bytes exactly; a poisoned output (never zeros, which
+would hide a destination nobody wrote) shows any byte that was not written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# A NaN no kernel computes by accident, and not zero.
+POISON_U32 = np.uint32(0x7FBADBAD)
+POISON_BYTES = np.frombuffer(POISON_U32.tobytes(), dtype=np.uint8)
+
+
+def random_bytes(rng: np.random.Generator, nbytes: int) -> np.ndarray:
+    """``nbytes`` fresh random bytes as a writable uint8 array (whole 64-bit draws: fast)."""
+    n = int(nbytes)
+    words = rng.integers(0, 2**64, size=-(-n // 8), dtype=np.uint64)
+    return words.view(np.uint8)[:n]
+
+
+def poison_pattern(nbytes: int, phase: int = 0) -> np.ndarray:
+    """The poison bytes that lie at byte offsets ``phase .. phase + nbytes`` of a poisoned buffer."""
+    return np.resize(np.roll(POISON_BYTES, -(phase % POISON_BYTES.size)), int(nbytes))
+
+
+def poison(array: np.ndarray) -> None:
+    """Overwrite a contiguous array's bytes with the repeated poison pattern."""
+    raw = array.reshape(-1).view(np.uint8)
+    if raw.size % 4 == 0 and raw.ctypes.data % 4 == 0:
+        raw.view(np.uint32)[:] = POISON_U32
+    else:
+        raw[:] = poison_pattern(raw.size)
+
+
+def poison_device(buffer: Any) -> None:
+    """Fill a device buffer with the poison pattern (its size must be a multiple of 4 bytes)."""
+    buffer.fill(np.array([POISON_U32]))
+
+
+# --- the one wording of a failed comparison ---------------------------------------------------
+# Every check (compare, compare_close, compare_ulp, the device compare, tune()'s verification)
+# reports through these two, so a row's error reads the same whichever found it, and tests and
+# users can rely on "N of M <what> differ...; first at I: got G, want W".
+
+def mismatch_report(count: int, total: int, what: str, where: Any, got: Any, want: Any,
+                    how: str = "", note: str = "") -> str:
+    """"<count> of <total> <what> differ<how>; first at <where>: got <got>, want <want><note>"."""
+    return (f"{count} of {total} {what} differ{how}; first at {_plain(where)}: "
+            f"got {_plain(got)}, want {_plain(want)}{note}")
+
+
+def _plain(value: Any) -> str:
+    """A NumPy scalar or index tuple as a person writes it: 4, (0, 4), 0.2096302, not
+    np.int64(4) or np.float32(0.2096302) (NumPy 2's repr)."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_plain(v) for v in value) + ")"
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    return repr(value)
+
+
+def first_mismatch(bad: np.ndarray, got: np.ndarray, want: Any, what: str, how: str = "",
+                   note: Any = None, unravel: bool = False) -> str:
+    """mismatch_report for the elements the mask ``bad`` marks ("" when it marks none);
+    ``note(i)`` adds a suffix about the first, flat index i; ``unravel`` names it by its
+    N-d index."""
+    wrong = np.flatnonzero(np.asarray(bad).reshape(-1))
+    if wrong.size == 0:
+        return ""
+    first = int(wrong[0])
+    where = np.unravel_index(first, got.shape) if unravel and got.ndim > 1 else first
+    return mismatch_report(wrong.size, got.size, what, where, got.reshape(-1)[first],
+                           np.asarray(want).reshape(-1)[first], how, note(first) if note else "")
+
+
+def shape_mismatch(got: Any, want: Any, what: str) -> str:
+    """"" when the shapes agree, else the sentence saying they do not."""
+    if np.shape(got) == np.shape(want):
+        return ""
+    return f"{what}: shape {np.shape(got)} differs from the expected {np.shape(want)}"
+
+
+def compare(got: np.ndarray, want: np.ndarray, what: str = "bytes") -> tuple[bool, str]:
+    """(True, "") when equal; else (False, how many elements differ and the first of them)."""
+    if got.shape != want.shape:
+        return False, shape_mismatch(got, want, what)
+    if np.array_equal(got, want):
+        return True, ""
+    return False, first_mismatch(got.reshape(-1) != want.reshape(-1), got, want, what)
+
+
+def outside(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, rtol: Any = 0.0) -> np.ndarray:
+    """The mask of elements with |got - want| > atol + rtol |want|; NaN is always outside."""
+    want64 = np.asarray(want, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # the poison is a signalling NaN
+        err = np.abs(np.asarray(got, dtype=np.float64) - want64)
+        return ~(err <= np.asarray(atol, dtype=np.float64) + np.asarray(rtol, dtype=np.float64)
+                 * np.abs(want64))
+
+
+def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str = "values", *,
+                  rtol: Any = 0.0) -> tuple[bool, str]:
+    """Like compare, for floats: each |got - want| must be within ``atol + rtol * |want|``
+    (either a scalar or one per element). NaN never passes, so a poisoned element left unwritten
+    fails. The detail says how many elements differ, the first of them and its tolerance."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return False, shape_mismatch(got, want, what)
+    want64 = want.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(got.astype(np.float64) - want64)
+        tol = np.broadcast_to(np.asarray(atol, dtype=np.float64) + np.asarray(rtol, dtype=np.float64)
+                              * np.abs(want64), err.shape)
+        bad = ~(err <= tol)  # NaN compares False: counted as wrong
+    if not bad.any():
+        return True, ""
+    return False, first_mismatch(bad, got, want, what, " by more than the tolerance",
+                                 lambda i: f" (tolerance {tol.reshape(-1)[i]:.3g})")
+
+
+def max_abs_error(got: np.ndarray, want: np.ndarray) -> float:
+    """The largest |got - want| among finite differences (NaN where none is finite)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(want, dtype=np.float64))
+    return float(np.nanmax(err)) if np.isfinite(err).any() else float("nan")
+
+
+FLT_MIN = 2.0**-126  # smallest normal float
+FLOAT32_U = 2.0**-24  # unit roundoff of float32: a correctly rounded operation errs by at most this
+
+
+def gamma(chain: int) -> float:
+    """Higham's gamma_k for float32: the relative error bound of a chain of k roundings."""
+    ku = chain * FLOAT32_U
+    if ku >= 1:
+        from .. import _core
+
+        raise _core.InvalidArgumentError(f"{chain} chained float32 roundings bound nothing")
+    return ku / (1 - ku)
+
+
+def ulp32(ref: np.ndarray) -> np.ndarray:
+    """ULP of float32 at each real value ``ref`` (float64): the gap between the two floats that
+    enclose |ref| (the OpenCL C definition), 2^-149 below the normal range."""
+    a = np.abs(np.asarray(ref, dtype=np.float64))
+    _, e = np.frexp(a)  # a = m * 2**e with 0.5 <= m < 1, so the gap is 2**(e - 24)
+    return np.where(a < FLT_MIN, 2.0**-149, np.ldexp(1.0, e - 24))
+
+
+def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """|got - ref| in ULPs of ``ref``; infinite where ``got`` is not finite. A result flushed to
+    zero where the exact one is below the normal range counts as exact (OpenCL allows it)."""
+    g = np.asarray(got, dtype=np.float64)
+    err = np.abs(g - ref) / ulp32(ref)
+    err[(np.abs(ref) < FLT_MIN) & (np.abs(g) < FLT_MIN)] = 0.0
+    err[~np.isfinite(g)] = np.inf
+    return err
+
+
+def compare_ulp(got: np.ndarray, ref: np.ndarray, max_ulp: float,
+                what: str = "values") -> tuple[bool, str]:
+    """Each float32 result within ``max_ulp`` ULPs of the float64 reference; a non-finite result
+    never passes. The detail says how many differ and the first."""
+    got = np.asarray(got)
+    if got.shape != np.shape(ref):
+        return False, shape_mismatch(got, ref, what)
+    ulps = ulp_error(got, np.asarray(ref, dtype=np.float64))
+    bad = ~(ulps <= max_ulp)
+    if not bad.any():
+        return True, ""
+    return False, first_mismatch(bad, got, ref, what, f" by more than {max_ulp:g} ulp",
+                                 lambda i: f" ({ulps.reshape(-1)[i]:.3g} ulp)")
+
+
+def landed(out: np.ndarray, data: np.ndarray) -> tuple[bool, str]:
+    """Whether ``out`` starts with ``data`` and keeps the poison after it (no overrun).
+
+    Both are uint8; the bytes of ``out`` past ``data`` must be the poison pattern of a buffer
+    poisoned from byte 0.
+    """
+    n = data.size
+    ok, detail = compare(out[:n], data, "transferred bytes")
+    if not ok:
+        return False, detail
+    ok, detail = compare(out[n:], poison_pattern(out.size - n, phase=n), "guard bytes after the end")
+    return ok, detail
+
+
+def product_tolerance(k: int, magnitude: np.ndarray) -> np.ndarray:
+    """How far a float32 dot product of length ``k`` may lie from the exact one.
+
+    A float32 dot product of length k, summed in any order, with or without fused multiply-add,
+    differs from the exact value by at most gamma_k * sum |a_i b_i| with
+    gamma_k = k u / (1 - k u) and u = 2^-24 (Higham, Accuracy and Stability of Numerical
+    Algorithms, 3.1). ``magnitude`` is |A| |B| (the sums of |a_i b_i|); the reference itself is
+    float64, whose error is ~1e-16 relative and ignored. k tiny normals are added for a device
+    that flushes subnormal products to zero.
+    """
+    u = 2.0 ** -24
+    gamma = k * u / (1 - k * u)
+    return gamma * magnitude + k * float(np.finfo(np.float32).tiny)
+
+
+def check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  what: str = "elements of C") -> tuple[bool, str]:
+    """Whether ``got`` (float32, shape (rows, cols)) is A B within product_tolerance.
+
+    Computed in blocks of rows so that a 1 GiB result needs no more than a few hundred MiB of
+    float64 temporaries. NaN (the poison) never passes.
+    """
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if got.shape != (a.shape[0], b.shape[1]):
+        return False, f"{what}: shape {got.shape}, expected {(a.shape[0], b.shape[1])}"
+    k = a.shape[1]
+    rows = max(1, (1 << 24) // max(1, b.shape[1]))
+    wrong, first = 0, ""
+    for r0 in range(0, a.shape[0], rows):
+        block = slice(r0, r0 + rows)
+        want = a64[block] @ b64
+        tol = product_tolerance(k, np.abs(a64[block]) @ np.abs(b64))
+        bad = outside(got[block], want, tol)
+        if bad.any():
+            if not first:
+                r, c = np.argwhere(bad)[0]
+                first = (f"first at row {r0 + r}, column {c}: got {got[r0 + r, c]!r}, "
+                         f"want {want[r, c]!r} +- {tol[r, c]:.3g}")
+            wrong += int(bad.sum())
+    if wrong:
+        return False, f"{wrong} of {got.size} {what} outside the float32 rounding bound; {first}"
+    return True, ""
+
+
+# --- verification at device speed ---------------------------------------------------------------
+# kernels/verify.cl generates the input on the device and compares the output there; the host
+# reads back a few words. The NumPy twin of its generator (random_words) is what the tests hold
+# the device to. Experiments use it for large buffers and keep the host compare, the reference,
+# for small ones.
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+FIRST_MISMATCHES = 8  # indices the device compare reports besides the count and the lowest
+
+
+def random_words(seed: int, n: int, offset: int = 0) -> np.ndarray:
+    """kernels/verify.cl's random_word(seed, i) for i = offset .. offset + n - 1, as uint32: the
+    splitmix64 finaliser of seed + (i + 1) * 0x9E3779B97F4A7C15, high 32 bits (arithmetic
+    modulo 2^64, as uint64 arrays wrap)."""
+    i = np.arange(offset, offset + n, dtype=np.uint64)
+    z = (i + np.uint64(1)) * _GOLDEN + np.uint64(seed)
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    z ^= z >> np.uint64(31)
+    return (z >> np.uint64(32)).astype(np.uint32)
+
+
+class DeviceCheck:
+    """The generator and the compare of kernels/verify.cl, for one context."""
+
+    def __init__(self, ctx: Any) -> None:
+        program = ctx.program(file="verify.cl", defines={"FIRST": FIRST_MISMATCHES})
+        self._fill = program.kernel("fill_random")
+        self._compare = program.kernel("compare_copy")
+        self._result = ctx.buffer(4 * (2 + FIRST_MISMATCHES))
+
+    @staticmethod
+    def _groups(n: int) -> int:
+        return -(-n // 256) * 256
+
+    def fill(self, buffer: Any, n: int, seed: int) -> None:
+        """The first ``n`` uint32 words of ``buffer`` := random_words(seed, n)."""
+        self._fill.set_args(buffer, np.uint64(seed), np.uint32(n))
+        self._fill.run(self._groups(n), 256)
+
+    def compare_copy(self, buffer: Any, n: int, seed: int, written: slice,
+                     what: str = "checked elements") -> tuple[bool, str]:
+        """Whether ``buffer``'s first ``n`` words hold random_words(seed) at the indices
+        ``written`` selects and the poison everywhere else; like compare, the detail says how
+        many differ and the first (with what it held and should have)."""
+        start, stop, step = written.indices(n)
+        init = np.zeros(2 + FIRST_MISMATCHES, np.uint32)
+        init[1] = np.uint32(0xFFFFFFFF)
+        self._result.write(init)
+        self._compare.set_args(buffer, np.uint64(seed), np.uint32(n), np.uint32(start),
+                               np.uint32(max(stop, start)), np.uint32(step), POISON_U32, self._result)
+        self._compare.run(self._groups(n), 256)
+        result = np.empty_like(init)
+        self._result.read(result)
+        count, first = int(result[0]), int(result[1])
+        if count == 0:
+            return True, ""
+        got = np.empty(1, np.uint32)
+        buffer.read(got, offset=4 * first)
+        touched = start <= first < stop and (first - start) % step == 0
+        want = random_words(seed, 1, first)[0] if touched else POISON_U32
+        others = sorted(int(v) for v in result[2:2 + min(count, FIRST_MISMATCHES)])
+        return False, mismatch_report(count, n, what, first, got[0], want,
+                                      " (device-side compare)", f"; found at {others}")

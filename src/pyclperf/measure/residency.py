@@ -1,0 +1,103 @@
+"""Where a tuned kernel's data lived while it was timed, and under which conditions.
+
+A working set that fits in the cache is timed from the cache when launches repeat: its figure
+is the cache's, not DRAM's. Each row records the working set (the bytes of the array arguments)
+beside the device's cache (and, as ``cache_resident`` with a ``residency`` note, whether it fits
+what caches may hold: plausible.cache_allowance, since drivers under-report their L2), the compulsory traffic (each read-only input read once, each other
+array written once, an in/out argument twice) and the bandwidth that implies, and with
+``cold=True`` the last-level cache is flushed before every timed launch, outside the timed
+events, by a kernel reading a buffer much larger than any cache. The GPU's clocks, power
+and throttling around the timed launches come from tuner.conditions where NVML knows the
+device.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+
+from .plausible import cache_allowance
+from .conditions import Conditions
+
+# The flush buffer: at least this large (NVIDIA's OpenCL reports a 4 MiB "global memory cache"
+# on GPUs whose L2 holds 50-60 MB, so the reported size alone is not enough), and 4x the cache
+# the device reports where that is larger; never more than an eighth of the device's memory.
+FLUSH_MIN_BYTES = 256 << 20
+_PATTERN = np.array([0x3C, 0x5A, 0x96, 0xC3], dtype=np.uint8)
+
+_flushers: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_conditions: "weakref.WeakKeyDictionary[Any, Conditions | None]" = weakref.WeakKeyDictionary()
+
+
+def flush_bytes(info: Any) -> int:
+    want = max(FLUSH_MIN_BYTES, 4 * int(info.global_mem_cache_bytes))
+    cap = min(int(info.max_alloc_bytes), int(info.global_mem_bytes) // 8)
+    return max(1 << 20, min(want, cap)) // 128 * 128
+
+
+def cache_flush(ctx: Any) -> Callable[[], None]:
+    """A call that evicts the device's caches: a kernel reading a flush buffer (one per
+    context) whole. A read, not a fill: a fill leaves the cache full of dirty lines that the
+    next kernel must first write back, so the figure after it would be slower than memory's."""
+    from .intact import checksum
+
+    buffer = _flushers.get(ctx)
+    if buffer is None:
+        buffer = ctx.buffer(flush_bytes(ctx.info))
+        buffer.fill(_PATTERN)
+        _flushers[ctx] = buffer
+    nbytes = buffer.nbytes
+
+    def flush() -> None:
+        checksum(ctx, buffer, nbytes)
+
+    return flush
+
+
+def conditions_of(ctx: Any) -> Conditions | None:
+    """The NVML readings of ctx's GPU (None where NVML does not know it), one per context."""
+    if ctx not in _conditions:
+        _conditions[ctx] = Conditions.for_device(ctx.info)
+    return _conditions[ctx]
+
+
+def chained(*steps: Callable[[], None] | None) -> Callable[[], None] | None:
+    """One reset step doing each of ``steps`` in order (None when there is none)."""
+    todo = [s for s in steps if s is not None]
+    if not todo:
+        return None
+    if len(todo) == 1:
+        return todo[0]
+
+    def run() -> None:
+        for step in todo:
+            step()
+
+    return run
+
+
+def residency_columns(arguments: Any, info: Any, inout: list[int], seconds: float,
+                      cold: bool) -> dict[str, Any]:
+    """The row's working set, cache, compulsory traffic and the bandwidth it implies."""
+    working = 0
+    compulsory = 0
+    for index, placed in arguments.placed.items():
+        working += placed.nbytes
+        compulsory += placed.nbytes * (2 if index in inout else 1)
+    allowance = cache_allowance(info)
+    resident = working <= allowance and not cold
+    out = {
+        "working_set_bytes": working,
+        "cache_bytes": int(info.global_mem_cache_bytes),
+        "cache_resident": bool(resident),
+        "cold": bool(cold),
+        "compulsory_bytes": compulsory,
+        "compulsory_gbps": compulsory / seconds / 1e9 if seconds > 0 else None,
+    }
+    if resident:
+        out["residency"] = (f"timed warm: the {working}-byte working set fits what the caches in "
+                            f"front of memory may hold ({allowance} bytes), so the figure may be "
+                            "the cache's; cold=True times it from memory")
+    return out

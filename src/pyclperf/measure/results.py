@@ -1,0 +1,194 @@
+"""Results of a sweep: tidy rows (a pandas DataFrame) plus metadata, saved as JSON lines and CSV.
+
+The JSON-lines file is the record: its first line is the metadata, each further line one finished
+point, appended and flushed as the point completes, so an interrupted sweep keeps its points. A
+sweep stopped by Ctrl-C closes the file with an "end" record saying so. Writing never leaves half
+a row behind: a write that fails (a full disk) is cut back to the last whole row, and an append
+after a line a killed process cut short starts on a line of its own (the fragment is kept in
+``<file>.torn``): measure/writer.py. measure/validate.py says what each line may hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from . import validate
+from .validate import SCHEMA, ResultsFileError  # noqa: F401  (public here)
+from .writer import (LockedError, ResultsWriteError, ResultsWriter, _line,  # noqa: F401
+                     lock_path, results_lock)
+
+log = logging.getLogger(__name__)
+
+
+# The statuses a row can end with. "ok" always means verified; everything else says why not.
+OK = "ok"                          # ran, verified against the reference, timed
+TIMED = "timed"                    # ran and timed, but nothing was given to verify it against
+WRONG = "wrong result"             # ran; the outputs differ from the reference
+OUT_OF_BOUNDS = "out of bounds"    # wrote past the end of an argument (into its guard zone)
+BUILD_FAILED = "build failed"      # the OpenCL compiler refused the source (row has the log)
+LAUNCH_FAILED = "launch failed"    # the driver refused or aborted the launch (row has the error)
+INVALID = "invalid"                # the harness or a user callable raised (row has the message)
+SKIPPED = "skipped"                # not run: a restriction, a missing feature, a device limit
+CRASHED = "crashed"                # took its worker process down (supervised or distributed runs)
+TIMEOUT = "timeout"                # ran past its time limit; its worker process was stopped
+SUSPECT = "suspect"                # ran (``verified`` says whether it passed), but its figures
+#                                    are beyond what the device can do: the row's ``suspect``
+#                                    says why (pyclperf.measure.plausible); nothing rests on it
+STATUSES = (OK, TIMED, WRONG, OUT_OF_BOUNDS, BUILD_FAILED, LAUNCH_FAILED, INVALID, SKIPPED, CRASHED,
+            TIMEOUT, SUSPECT)
+# Statuses that are not failures: a row that ran as intended, or was deliberately not run. A
+# suspect row ran as intended too; the command line counts such rows apart.
+NOT_FAILED = (OK, TIMED, SKIPPED, SUSPECT)
+
+
+class Results:
+    """Rows and metadata of one experiment run."""
+
+    def __init__(self, meta: dict[str, Any], rows: Iterable[dict[str, Any]] = ()) -> None:
+        self.meta = dict(meta)
+        self.rows: list[dict[str, Any]] = list(rows)
+        self.path: Path | None = None  # the file load() read, to name it in messages
+
+    @property
+    def df(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+    @property
+    def experiment(self) -> str:
+        name = self.meta.get("experiment")
+        return "sweep" if name is None else str(name)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Results {self.experiment}: {len(self.rows)} rows on "
+            f"'{self.meta.get('device', {}).get('name', '?')}'>"
+        )
+
+    def _repr_html_(self) -> str:
+        return f"<p><b>{self.experiment}</b> on {self.meta.get('device', {}).get('name', '?')}</p>" + (
+            self.df._repr_html_() or ""
+        )
+
+    @property
+    def all_verified(self) -> bool:
+        return bool(self.rows) and all(r.get("status") == OK for r in self.rows)
+
+    def best(self, metric: str = "time_ms", higher_is_better: bool | None = None) -> dict[str, Any]:
+        """The verified row with the best ``metric`` (lowest time; highest of anything else unless
+        ``higher_is_better`` says otherwise). Only "ok" rows compete: an unverified time is no
+        result. ValueError when no row was verified."""
+        rows = [r for r in self.rows if r.get("status") == OK and r.get(metric) is not None]
+        if not rows:
+            counts: dict[str, int] = {}
+            for r in self.rows:
+                counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
+            raise ValueError(f"no verified row with {metric!r} among {len(self.rows)} rows "
+                             f"(statuses: {counts or 'none'})")
+        if higher_is_better is None:
+            higher_is_better = not (metric.startswith("time") or metric.endswith("_ns"))
+        pick = max if higher_is_better else min
+        return dict(pick(rows, key=lambda r: float(r[metric])))
+
+    def explain(self, profile: Any = None, **kwargs: Any) -> Any:
+        """This tune run on the device's measured roofline: ``pyclperf.roofline.explain(self,
+        profile, **kwargs)`` (``source=``, ``args=`` as given to tune, or ``bytes=``; ``flops=``,
+        ``config=``, ...). Returns an Explanation (``.text()``, ``.figure()``)."""
+        from ..roofline.explaining import explain
+
+        return explain(self, profile, **kwargs)
+
+    def to_csv(self, path: str | os.PathLike[str]) -> Path:
+        """The rows as CSV, without list-valued columns (raw per-launch times stay in the
+        JSON-lines record)."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        df = self.df
+        lists = [c for c in df.columns if df[c].map(lambda v: isinstance(v, (list, tuple))).any()]
+        df.drop(columns=lists).to_csv(p, index=False)
+        return p
+
+    def to_json(self, path: str | os.PathLike[str]) -> Path:
+        """Write the whole record as JSON lines (metadata first). The file is replaced whole or
+        not at all: written beside it, then renamed over it, so a full disk leaves the old file
+        as it was (ResultsWriteError, with these Results in its ``results``)."""
+        p = Path(path)
+        new = p.with_name(p.name + ".new")
+        with results_lock(p):
+            try:
+                with open(new, "w", encoding="utf-8") as f:
+                    f.write(_line({"record": "meta", "schema": SCHEMA, **self.meta}))
+                    for r in self.rows:
+                        f.write(_line({"record": "row", **r}))
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(new, p)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    new.unlink()
+                err = ResultsWriteError(p, exc, "the file was left as it was")
+                err.results = self
+                raise err from exc
+        return p
+
+    def save(self, out_dir: str | os.PathLike[str], stem: str | None = None) -> dict[str, Path]:
+        """``<stem>.jsonl`` and ``<stem>.csv`` in ``out_dir``; returns their paths."""
+        stem = stem or self.experiment
+        d = Path(out_dir)
+        return {"jsonl": self.to_json(d / f"{stem}.jsonl"), "csv": self.to_csv(d / f"{stem}.csv")}
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "Results":
+        """The record in a JSON-lines file. A line that is not JSON (cut by a killed process) is
+        skipped and named in ``meta["load_warnings"]`` (and logged); any other line that cannot
+        be used raises ResultsFileError (a ValueError) naming the file, the line and the field.
+        A closing "end" record after the last row sets ``meta["interrupted"]``."""
+        meta: dict[str, Any] | None = None
+        rows = []
+        torn: list[str] = []
+        end: dict[str, Any] | None = None
+        with open(path, "rb") as f:
+            for number, raw in enumerate(f, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    kind, fields = validate.record(validate.parse(raw))
+                    if kind == "meta":
+                        if meta is not None:
+                            raise validate.BadLine("a second metadata line (the first is the file's)")
+                        meta = validate.check_meta(fields)
+                    elif meta is None:
+                        raise validate.BadLine(f"a {kind} record before the metadata line")
+                    elif kind == "row":
+                        rows.append(validate.check_row(fields, meta))
+                        end = None  # rows after an end record: a later run resumed the file
+                    else:
+                        end = validate.check_end(fields)
+                except validate.TornLine as exc:
+                    # A line cut by a killed process: keep every other line, but say which one
+                    # was lost so a missing point is never a silent gap.
+                    text = raw.decode("utf-8", "replace").strip()
+                    torn.append(f"{path}:{number}: torn line skipped ({exc}): {text[:60]!r}")
+                    log.warning("%s", torn[-1])
+                except validate.BadLine as exc:
+                    raise ResultsFileError(path, number, str(exc)) from None
+        if meta is None:
+            raise ResultsFileError(path, None, "no metadata line; not a pyclperf results file")
+        if torn:
+            meta["load_warnings"] = list(meta.get("load_warnings") or []) + torn
+        if end is not None and "interrupted" in end:
+            if end["interrupted"]:
+                meta["interrupted"] = True
+            else:  # a resumed run that finished
+                meta.pop("interrupted", None)
+        loaded = cls(meta, rows)
+        loaded.path = Path(path)
+        return loaded

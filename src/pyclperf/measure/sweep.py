@@ -1,0 +1,218 @@
+"""Sweeps of points: a parameter grid -> verified, timed, tidy rows, written as they finish.
+
+Each point is verified (fresh random input, poisoned output, NumPy reference) and then timed;
+it ends with a status, and one failing point never stops the sweep. Rows are appended to the
+results file as they finish, so Ctrl-C (or a crash) keeps every finished point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import functools
+import os
+import platform
+import sys
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from .. import _core
+from ..device.icd import NOTE as ICD_NOTE
+from .results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, SKIPPED, TIMED, WRONG, Results,
+                      ResultsWriteError, ResultsWriter)
+from .stats import bandwidth_gbps, summarize
+
+TIMING_METHODS = ("events", "host")
+
+# How tables and plots name each method. The host clock brackets enqueue + finish, so it holds
+# the launch gap (issue, driver, wait for completion) on purpose, which event times and the CUDA
+# reference (pyclperf.reference.cuda) leave out: its label must say so wherever it is shown.
+TIMING_LABELS = {"events": "OpenCL events (device time)", "host": "host clock (includes launch gap)"}
+
+
+def timing_label(method: str) -> str:
+    """The name of a timing method as tables and plots show it."""
+    return TIMING_LABELS.get(method, method)
+
+
+def package_versions() -> dict[str, str]:
+    return dict(_package_versions())
+
+
+# importlib.metadata parses each package's METADATA file: about 45 ms per results file on a
+# slow host, every run, for figures that cannot change while the process lives.
+@functools.lru_cache(maxsize=1)
+def _package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"python": platform.python_version(), "numpy": np.__version__}
+    for name in ("pyclperf", "pandas", "matplotlib"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "unknown"
+    return out
+
+
+def base_meta(ctx: Any, **extra: Any) -> dict[str, Any]:
+    """Metadata every results file carries: device, driver, versions, host, time."""
+    info = ctx.info
+    from ..device.devices import device_summary
+
+    # A pyclperf.Context adds what needs a context (preferred work-group multiple).
+    summary = ctx.summary() if hasattr(ctx, "summary") else device_summary(info)
+    return {
+        "device": summary,
+        "driver": info.driver_version,
+        "platform": info.platform_name,
+        "versions": package_versions(),
+        "host": platform.node(),
+        "icd": ICD_NOTE,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **extra,
+    }
+
+
+def _progress(total: int, enabled: bool | None, desc: str) -> Any:
+    if enabled is None:
+        # A terminal or a notebook: a bar helps on anything longer than a few points.
+        enabled = total > 3 and (sys.stderr.isatty() or "ipykernel" in sys.modules)
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="pt", leave=False)
+
+
+def classify(exc: BaseException) -> str:
+    """The status a point ends with when it raised ``exc``."""
+    if isinstance(exc, _core.BuildError):
+        return BUILD_FAILED
+    if isinstance(exc, (_core.InvalidArgumentError, ValueError)):
+        return INVALID
+    return LAUNCH_FAILED
+
+
+def run_points(
+    points: Iterable[dict[str, Any]],
+    measure: Callable[[dict[str, Any]], dict[str, Any]],
+    *,
+    meta: dict[str, Any],
+    out: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    append: bool = False,
+) -> Results:
+    """Call ``measure(point)`` for each point; collect rows; keep them if interrupted.
+
+    ``measure`` returns the row's measured fields (it may raise: the exception becomes the
+    row's status and error). With ``out`` a JSON-lines file, rows are written as they finish;
+    Ctrl-C returns the finished rows with ``meta["interrupted"]`` (the file says so too), and a
+    write that fails (a full disk) stops the sweep with ResultsWriteError, whose ``results``
+    holds the rows the file holds.
+    """
+    points = list(points)
+    stream = RowStream(Results(meta), out, total=len(points), progress=progress, append=append)
+    try:
+        for point in points:
+            row: dict[str, Any] = dict(point)
+            try:
+                row.update(measure(point))
+            except (_core.PyclperfError, ValueError) as exc:
+                row.update(status=classify(exc), error=str(exc))
+            stream.add(row)
+    except KeyboardInterrupt:
+        stream.results.meta["interrupted"] = True
+    finally:
+        stream.close()
+    return stream.results
+
+
+class RowStream:
+    """Where finished rows go, each as soon as it finishes: the JSON-lines file (written and
+    fsynced), the Results, any other sinks (objects with add(row) and close(), such as a Kernel
+    Tuner cache), and the progress bar. close() keeps everything that finished.
+
+    The file goes first: a row it could not take (ResultsWriteError, a full disk) is in none of
+    them, so the Results and the file hold the same rows; the error carries those Results and
+    says how many there are. A Results whose ``meta["interrupted"]`` is set when it closes
+    ends the file with a record saying so."""
+
+    def __init__(self, results: Results, out: str | os.PathLike[str] | None, *, total: int,
+                 progress: bool | None, append: bool = False, sinks: Iterable[Any] = ()) -> None:
+        self.results = results
+        try:
+            self.writer = ResultsWriter(out, results.meta, append=append) if out is not None else None
+        except ResultsWriteError as exc:
+            raise self._stopped(exc, "nothing ran (the file was left as it was)") from exc.__cause__
+        self.sinks = [s for s in sinks if s is not None]
+        self.bar = _progress(total, progress, str(results.meta.get("experiment", "sweep")))
+
+    def _stopped(self, exc: ResultsWriteError, detail: str) -> ResultsWriteError:
+        """``exc`` carrying these Results, which say why writing stopped."""
+        self.results.meta["write_error"] = exc.problem
+        exc.results = self.results
+        exc.detail = exc.detail or detail
+        return exc
+
+    def add(self, row: dict[str, Any]) -> None:
+        if self.writer is not None:
+            try:
+                self.writer.add(row)
+            except ResultsWriteError as exc:
+                raise self._stopped(exc, f"the sweep stopped: its {len(self.results.rows)} "
+                                    "finished rows are in the file (and in this error's "
+                                    ".results)") from exc.__cause__
+        self.results.rows.append(row)
+        for sink in self.sinks:
+            sink.add(row)
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def batch(self) -> Any:
+        """A context for rows that arrive together: the results file is fsynced once for them
+        all (see ResultsWriter.synced_once)."""
+        return self.writer.synced_once() if self.writer is not None else contextlib.nullcontext()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        if self.writer is not None:
+            self.writer.close(interrupted=bool(self.results.meta.get("interrupted")))
+        for sink in self.sinks:
+            sink.close()
+
+
+def timed_row(times_ns: np.ndarray, nbytes: int, method: str) -> dict[str, Any]:
+    """The timing part of a row: statistics, and bandwidth at the median and best time."""
+    s = summarize(times_ns)
+    return {
+        **s,
+        "bytes": int(nbytes),
+        "method": method,
+        "gbps": bandwidth_gbps(nbytes, s["median_ns"]),
+        "gbps_best": bandwidth_gbps(nbytes, s["min_ns"]),
+    }
+
+
+def host_clock_columns(host_ns: np.ndarray, nbytes: int, events_median_ns: float) -> dict[str, Any]:
+    """The same operation timed by the host clock, beside an event-timed row: its median, the
+    bandwidth that implies, and how much longer the host saw it take."""
+    median = float(np.median(host_ns))
+    return {
+        "host_median_ns": median,
+        "host_gbps": bandwidth_gbps(nbytes, median),
+        "host_over_events": median / events_median_ns if events_median_ns > 0 else float("nan"),
+    }
+
+
+def verdict(verify: bool, passed: bool, detail: str) -> dict[str, Any]:
+    """The verification part of a row: whether it was verified, its status (OK only when
+    verified; TIMED when verification was not asked for) and what differed."""
+    if not verify:
+        return {"verified": False, "status": TIMED, "error": ""}
+    return {
+        "verified": bool(passed),
+        "status": OK if passed else WRONG,
+        "error": "" if passed else detail,
+    }

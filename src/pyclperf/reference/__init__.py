@@ -1,0 +1,1 @@
+"""Reference figures: CUDA's own kernels, other tools' figures on record."""

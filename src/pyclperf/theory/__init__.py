@@ -1,0 +1,1 @@
+"""What a device should do: peak figures, performance and bank models, limits."""

@@ -1,0 +1,360 @@
+"""One configuration's kernel arguments on the device, laid out so that no launch can reach
+memory it does not own.
+
+Each array argument lives in a device buffer padded to cover every launched work-item (a
+kernel without a bounds check, launched over a global size rounded up to the work-group, writes
+past the array's end) plus a guard zone. Padding and guard hold poison; after the verified
+launch the guard is read back, so a write past an array's end becomes the configuration's
+``out of bounds`` status, naming the argument, and never lands in host memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..device.program import LocalMemory
+from ..device import argtypes
+from ..measure.intact import checksum
+
+# Bytes past the launched range that must still hold their pattern after the verified launch:
+# GUARD_FACTOR times the array's launched bytes, at least GUARD_MIN and at most GUARD_MAX. Wide,
+# so that a write far past the end (an offset added twice, a wrong tile size) still lands in the
+# guard and is measured, instead of in memory nobody checks; cheap, since the guard is written
+# and checked on the device.
+GUARD_MIN = 1 << 16
+GUARD_FACTOR = 32
+GUARD_MAX = 32 << 20
+
+
+def guard_bytes_for(data_bytes: int) -> int:
+    return min(GUARD_MAX, max(GUARD_MIN, GUARD_FACTOR * int(data_bytes)))
+# Buffer sizes are rounded to this, so that any fill pattern (1..128 bytes) tiles them.
+ALIGN = 128
+
+
+# Two poisons, so that an element holding the first after one launch and the second after
+# another is one the kernel left alone (verdict.py): for floats, quiet NaNs whose payloads no
+# arithmetic produces (an operation on a NaN returns its payload, or the hardware's one default
+# NaN), for each part of a complex; for everything else, repeated bytes.
+_NAN_BITS = {2: (0x7EA5, 0x7F5A), 4: (0x7FC5A5A5, 0x7FDA5A5A),
+             8: (0x7FF8A5A5A5A5A5A5, 0x7FFA5A5A5A5A5A5A)}
+_POISON_BYTES = (0xA5, 0x5A)
+
+
+def poison_element(dtype: np.dtype, which: int = 0) -> np.ndarray:
+    """One element of poison ``which`` (0 or 1): a NaN with a payload for floats, 0xA5 (or
+    0x5A) bytes otherwise."""
+    dtype = np.dtype(dtype).newbyteorder("=")
+    part = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
+    if dtype.kind in "fc" and part in _NAN_BITS:
+        words = np.full(2 if dtype.kind == "c" else 1, _NAN_BITS[part][which], dtype=f"u{part}")
+        return words.view(dtype)
+    return np.frombuffer(bytes([_POISON_BYTES[which]]) * dtype.itemsize, dtype=dtype).copy()
+
+
+def poison_pattern(dtype: np.dtype, which: int = 0) -> np.ndarray:
+    """A fill pattern (power-of-two bytes, at most 128) made of poison elements."""
+    element = poison_element(dtype, which).view(np.uint8)
+    size = element.size
+    if size & (size - 1) or size > 128:  # odd-sized structs: a byte pattern tiles anything
+        return np.array([_POISON_BYTES[which]], dtype=np.uint8)
+    return element
+
+
+def guard_pattern(index: int) -> np.ndarray:
+    """The bytes the guard zone of argument ``index`` holds. Different for every argument, so
+    a kernel that copies past one array's end from past another's is still caught."""
+    return np.array([0xBD, 0x47 + index % 128, 0x9E, 0x2B], dtype=np.uint8)
+
+
+def _words(values: np.ndarray) -> np.ndarray:
+    """Each element's bits as one unsigned integer, or as a row of bytes when no integer is
+    that wide."""
+    flat = np.ascontiguousarray(values).reshape(-1)
+    size = flat.dtype.itemsize
+    if size in (1, 2, 4, 8):
+        return flat.view(f"u{size}")
+    return flat.view(np.uint8).reshape(flat.size, size)
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Which elements of two arrays of one dtype and shape are equal bit for bit (a NaN equals
+    a NaN of the same payload; 0.0 does not equal -0.0)."""
+    eq = _words(a) == _words(b)
+    return (eq if eq.ndim == 1 else eq.all(axis=1)).reshape(a.shape)
+
+
+def holds_poison(values: np.ndarray, which: int = 0) -> np.ndarray:
+    """Which elements hold poison ``which``, bit for bit."""
+    eq = _words(values) == _words(poison_element(values.dtype, which))[0]
+    return (eq if eq.ndim == 1 else eq.all(axis=1)).reshape(values.shape)
+
+
+def _round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+@dataclass
+class Placed:
+    """An array argument's host data and its padded device buffer."""
+
+    host: np.ndarray
+    buffer: Any
+    capacity: int
+    pristine: Any = None  # device copy of an in/out argument's input
+    # Whether the buffer may differ from ``host`` plus its guard since the last upload: poisoned,
+    # or a guard found changed. ``writable``: the last kernel bound to it could write through
+    # its parameter. Only a clean buffer that no kernel could write is kept instead of uploaded
+    # again (Arguments._place).
+    dirty: bool = True
+    writable: bool = True
+    guard_sum: int | None = None  # checksum of the guard zone's words as written
+    @property
+    def nbytes(self) -> int:
+        return int(self.host.nbytes)
+
+
+def _read_only(info: Any) -> bool:
+    """Whether no kernel can write through this parameter: __constant, or declared const."""
+    return info.address_qualifier == "constant" or bool(getattr(info, "is_const", False))
+
+
+class Arguments:
+    """Device copies of a kernel's arguments, reused across configurations while they fit."""
+
+    def __init__(self, ctx: Any, pinned: bool = False) -> None:
+        self.ctx = ctx
+        self.pinned = pinned
+        self.values: list[Any] = []
+        self.placed: dict[int, Placed] = {}
+        self.names: list[str] = []
+        # A write found reaching the far end of a guard zone: it may have gone on into memory
+        # that is not ours, so the process that ran it is not to be trusted further.
+        self.escaped = False
+        self.guard_bytes: int | None = None  # a fixed guard size (extent probes); else by size
+        # Per argument index, a device buffer holding that argument's guard pattern: guard
+        # zones are written from it by a device-side copy, not uploaded.
+        self.templates: dict[int, Any] = {}
+
+    # --- binding ---------------------------------------------------------------------------
+    def bind(self, kernel: Any, values: Sequence[Any], launched_items: int,
+             inout: Sequence[int] = (), poisoned: Sequence[int] = ()) -> None:
+        """Check ``values`` against the kernel's declarations, place arrays (uploading them)
+        and set every argument. TypeError / InvalidArgumentError name the argument.
+
+        The arrays of ``poisoned`` (to be poisoned before the launch) are not uploaded: the
+        poison would overwrite them at once."""
+        if len(values) != kernel.num_args:
+            names = ", ".join(a.name for a in kernel.args)
+            raise TypeError(f"kernel '{kernel.name}' takes {kernel.num_args} argument(s) "
+                            f"({names}), got {len(values)}")
+        self.values = list(values)
+        self.names = [a.name for a in kernel.args]
+        device_args: list[Any] = []
+        for i, (value, info) in enumerate(zip(values, kernel.args)):
+            if isinstance(value, np.ndarray):
+                argtypes.check_plain_array(i, value)
+                value = argtypes.in_host_order(value)  # outputs come back in the host's order
+                problem = argtypes.check_array_for(i, info, value)
+                if problem:
+                    raise TypeError(problem)
+                device_args.append(self._place(i, value, info, launched_items, i in inout,
+                                               i in poisoned))
+            elif isinstance(value, LocalMemory):
+                if info.address_qualifier != "local":
+                    raise TypeError(f"{argtypes.describe(i, info)} is not a __local pointer, "
+                                    "but LocalMemory was given")
+                device_args.append(value)
+            elif isinstance(value, (_core.Buffer, _core.Image, _core.Sampler)):
+                device_args.append(value)
+            else:
+                device_args.append(argtypes.scalar_for(i, info, value))
+        for i in [i for i in self.placed if not isinstance(self.values[i], np.ndarray)]:
+            del self.placed[i]
+
+        kernel.set_args(*device_args)
+
+    def _place(self, index: int, array: np.ndarray, info: Any, launched_items: int,
+               inout: bool, poisoned: bool = False) -> Any:
+        host = np.ascontiguousarray(array)
+        if host.size == 0:
+            raise _core.InvalidArgumentError(f"argument {index} ('{info.name}') is an empty array")
+        declared, width, _ = argtypes.element_type(info.type_name)
+        item = declared.itemsize * width if declared is not None else host.itemsize
+        # Every launched work-item may touch one element: cover that, then the guard zone.
+        data = max(host.nbytes, launched_items * item)
+        guard = self.guard_bytes if self.guard_bytes is not None else guard_bytes_for(data)
+        capacity = _round_up(data + guard, ALIGN)
+        old = self.placed.get(index)
+        if old is not None and old.capacity >= capacity and old.host.nbytes == host.nbytes:
+            # The same array again, for a parameter no kernel can write (const or __constant),
+            # in a buffer nothing has touched since: what the device holds is what an upload
+            # would write. (An array changed in place between configurations must come from a
+            # callable returning a new array; in place, it is the same object.)
+            unchanged = (old.host is host and not old.dirty and not old.writable and not inout
+                         and not poisoned and old.pristine is None)
+            old.host = host
+            if unchanged:
+                old.writable = not _read_only(info)
+                return old.buffer
+            placed = old
+        else:
+            buf = (_core.PinnedBuffer(self.ctx, capacity) if self.pinned
+                   else _core.Buffer(self.ctx, capacity))
+            placed = Placed(host, buf, capacity)
+            self.placed[index] = placed
+        if inout and placed.pristine is None:
+            placed.pristine = _core.Buffer(self.ctx, _round_up(host.nbytes, ALIGN))
+        if not inout:
+            placed.pristine = None
+        if poisoned:
+            placed.dirty = True  # the poison goes in next (Arguments.poison)
+        else:
+            self.upload(index)
+        if placed.pristine is not None:
+            placed.pristine.write(host)
+        placed.writable = not _read_only(info)
+        return placed.buffer
+
+    # --- contents ---------------------------------------------------------------------------
+    def upload(self, index: int) -> None:
+        """The argument's input data, then its guard pattern over the padding and guard."""
+        p = self.placed[index]
+        p.buffer.write(p.host)
+        self._write_guard(index, p)
+        p.dirty = False
+
+    def upload_all(self) -> None:
+        """Every array argument's input again (reset_outputs: before every timed launch)."""
+        for i in self.placed:
+            self.upload(i)
+
+    def poison(self, index: int, which: int = 0) -> None:
+        """Poison ``which`` over the data: every element the kernel does not write stays poison."""
+        p = self.placed[index]
+        p.dirty = True
+        pattern = poison_pattern(p.host.dtype, which)
+        if isinstance(p.buffer, _core.PinnedBuffer):  # mapped: write through the host view
+            p.buffer.write(np.resize(pattern, p.nbytes))
+        else:
+            p.buffer.fill(pattern)
+        self._write_guard(index, p)
+
+    def _write_guard(self, index: int, p: Placed) -> None:
+        """The guard pattern from the array's end to the buffer's, copied on the device from
+        the argument's template; its checksum is taken the first time (guard_problem compares)."""
+        size = p.capacity - p.nbytes
+        template = self.templates.get(index)
+        if template is None or template.nbytes < size:
+            if template is not None:
+                template.release()
+            template = _core.Buffer(self.ctx, _round_up(size, ALIGN))
+            template.fill(guard_pattern(index))
+            self.templates[index] = template
+        p.buffer.copy_from(template, size, 0, p.nbytes)
+        if p.guard_sum is None:
+            start = _round_up(p.nbytes, 4)
+            p.guard_sum = checksum(self.ctx, p.buffer, p.capacity - start, start)
+
+    def keep_input(self, index: int) -> None:
+        """Treat argument ``index`` as in/out from now on: a device copy of its input, which
+        restore_inout puts back before every timed launch."""
+        p = self.placed[index]
+        if p.pristine is None:
+            p.pristine = _core.Buffer(self.ctx, _round_up(p.nbytes, ALIGN))
+            p.pristine.write(p.host)
+
+    def restore_inout(self) -> None:
+        """Put every in/out argument's input back (a device-side copy, outside any timing)."""
+        for p in self.placed.values():
+            if p.pristine is not None:
+                p.buffer.copy_from(p.pristine, p.nbytes)
+
+    def fetch(self, index: int) -> np.ndarray:
+        p = self.placed[index]
+        out = np.empty_like(p.host)
+        p.buffer.read(out)
+        return out
+
+    def outputs(self) -> list[Any]:
+        """Every argument as the kernel left it: arrays read back, the rest as given."""
+        return [self.fetch(i) if i in self.placed else v for i, v in enumerate(self.values)]
+
+    def guard_problem(self) -> str:
+        """Which arguments the kernel wrote past the end of (empty when none), with how far:
+        counted in elements, from the first element past the end that changed to the last. A
+        change at the very end of a guard zone sets ``escaped``: the write may go further."""
+        found = []
+        for i, p in sorted(self.placed.items()):
+            if self._guard_intact(i, p):
+                continue
+            tail = np.empty(p.capacity - p.nbytes, dtype=np.uint8)
+            p.buffer.read(tail, p.nbytes)
+            changed = np.flatnonzero(tail != np.resize(guard_pattern(i), tail.size))
+            if changed.size:
+                p.dirty = True  # the guard must be written again before the next launch
+                item = p.host.itemsize
+                elements = np.unique(changed // item)
+                first, last = int(elements[0]), int(elements[-1])
+                reaches_end = int(changed[-1]) >= tail.size - item
+                self.escaped |= reaches_end
+                n = p.host.size
+                span = (f"element {n + first}" if first == last
+                        else f"elements {n + first} to {n + last}")
+                extent = (f"{last + 1} element{'s' if last else ''} past the end"
+                          if not reaches_end else
+                          f"at least {last + 1} elements past the end: the whole "
+                          f"{tail.size}-byte guard zone changed, so the write may reach further")
+                found.append(f"argument {i} ('{self.names[i]}'): the kernel wrote past the end of "
+                             f"its {n}-element array, {extent} ({span} changed; "
+                             f"{elements.size} element{'s' if elements.size != 1 else ''} in all)")
+        return "; ".join(found)
+
+    def _guard_intact(self, index: int, p: Placed) -> bool:
+        """The device-side check: the guard's whole words by checksum, the bytes before the
+        first whole word (an array whose size is no multiple of 4) read back."""
+        start = _round_up(p.nbytes, 4)
+        if start > p.nbytes:
+            head = np.empty(start - p.nbytes, np.uint8)
+            p.buffer.read(head, p.nbytes)
+            if not np.array_equal(head, np.resize(guard_pattern(index), head.size)):
+                return False
+        return checksum(self.ctx, p.buffer, p.capacity - start, start) == p.guard_sum
+
+    def sealed(self, skip: Sequence[int]) -> dict[int, int]:
+        """Checksums of the arrays no kernel may write (declared const or __constant), except
+        ``skip``: taken before a launch, compared by breached() after it."""
+        from ..measure.intact import checksum
+
+        return {i: checksum(self.ctx, p.buffer, p.nbytes) for i, p in sorted(self.placed.items())
+                if not p.writable and i not in skip and p.pristine is None}
+
+    def breached(self, seals: dict[int, int]) -> str:
+        """Which sealed arrays the launch changed, and where (empty when none)."""
+        from ..measure.intact import changed_span, checksum
+
+        found = []
+        for i, before in seals.items():
+            p = self.placed[i]
+            if checksum(self.ctx, p.buffer, p.nbytes) == before:
+                continue
+            p.dirty = True
+            found.append(f"argument {i} ('{self.names[i]}'), an input declared const, was changed "
+                         f"by the launch ({changed_span(p.host, self.fetch(i))}): a write past "
+                         "another array's end landed in it, or the kernel casts away const")
+            self.escaped = True  # the write went beyond every guard zone
+        return "; ".join(found)
+
+    def release(self) -> None:
+        for t in self.templates.values():
+            t.release()
+        self.templates.clear()
+        for p in self.placed.values():
+            p.buffer.release()
+            if p.pristine is not None:
+                p.pristine.release()
+        self.placed.clear()

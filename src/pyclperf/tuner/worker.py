@@ -1,0 +1,176 @@
+"""The worker process of a supervised sweep: ``python -m pyclperf.tuner.worker IN OUT``.
+
+It holds the OpenCL context, the programs and the buffers; the sweep's own process only sends
+requests through the pipe ``IN`` and reads replies from ``OUT`` (see supervisor.py). Whatever a
+configuration does here (a segfault, a heap corrupted by a write far past an array, a driver
+error that poisons the process, a kernel that never ends) costs this process, never the
+caller's.
+
+Requests, each a tuple:
+  ("open", device_spec, sys_path)  -> ("ready", device summary)
+  ("job", job_fields)              -> ("loaded",)
+  ("job_clear",)                   -> ("cleared",)
+  ("measure", config)              -> ("row", row, tainted)
+  ("run_once", config)             -> ("outputs", values) | ("failed", status, message)
+  ("check", config)                -> ("outputs", values) | ("failed", status, message)
+  ("extent", config, guard_bytes)  -> ("extent", guard report, escaped) | ("failed", ...)
+Any other exception: ("error", text); a KeyboardInterrupt raised by a user callable:
+("interrupt",), and the sweep stops as it would in its own process. ``tainted`` says the process may be damaged (a launch
+the driver aborted, a write that reached past a guard zone): the supervisor then retires it.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import traceback
+from typing import Any
+
+from . import channel
+
+# Statuses after which this process is not trusted with another configuration: the driver
+# may keep an error for the life of the process (CUDA does after an illegal address), and a
+# write past a guard zone may have landed in memory the next configuration uses.
+TAINTING = ("launch failed", "crashed")
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to end this process when the sweep's process ends, even mid-kernel."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the closed pipe ends it when idle
+        pass
+
+
+def probe_extent(job: Any, config: dict[str, Any], guard_bytes: int) -> tuple[str, bool]:
+    """One launch of ``config`` with guard zones of ``guard_bytes``: (what the guards saw,
+    whether the write reached past them too). How far a write past an array's end really
+    goes is found by a supervisor asking fresh worker processes with ever wider guards: the
+    process that saw the write escape its guard may be damaged already."""
+    import math
+
+    from .measure import _build, _check_launch, _indices, _launch, launch_geometry
+
+    g, local = launch_geometry(job, config)
+    kernel = _build(job, config, {})
+    _check_launch(kernel, g, local)
+    args = job.arguments
+    args.guard_bytes = int(guard_bytes)
+    values = job.resolve_args(config)
+    args.bind(kernel, values, math.prod(g), _indices(job.inout, [a.name for a in kernel.args],
+                                                      "inout"))
+    _launch(kernel, g, local)
+    return args.guard_problem(), args.escaped
+
+
+class Server:
+    """One worker's state: its context and the job it serves."""
+
+    def __init__(self) -> None:
+        self.ctx: Any = None
+        self.job: Any = None
+
+    def open(self, spec: str, path: list[str]) -> tuple[Any, ...]:
+        for p in reversed(path):
+            if p not in sys.path:
+                sys.path.insert(0, p)
+        from ..device.context import Context
+        from ..device.devices import device_summary
+
+        self.ctx = Context(spec or None)
+        summary = device_summary(self.ctx.info)
+        summary["preferred_work_group_multiple"] = self.ctx.preferred_work_group_multiple()
+        return ("ready", summary)
+
+    def load(self, fields: dict[str, Any]) -> tuple[Any, ...]:
+        from .measure import Job
+
+        if self.job is not None:
+            self.job.arguments.release()
+        self.job = Job(self.ctx, **fields)
+        return ("loaded",)
+
+    def clear(self) -> tuple[Any, ...]:
+        """The end of a sweep: its buffers are freed while the process waits for the next."""
+        if self.job is not None:
+            self.job.arguments.release()
+            self.job = None
+        return ("cleared",)
+
+    def measure(self, config: dict[str, Any]) -> tuple[Any, ...]:
+        from .measure import measure
+
+        row = measure(self.job, config)
+        tainted = row.get("status") in TAINTING or bool(self.job.arguments.escaped)
+        return ("row", row, tainted)
+
+    def extent(self, config: dict[str, Any], guard_bytes: int) -> tuple[Any, ...]:
+        from .measure import ConfigFailed
+
+        try:
+            return ("extent", *probe_extent(self.job, config, guard_bytes))
+        except ConfigFailed as exc:
+            return ("failed", exc.status, str(exc))
+
+    def run_once(self, config: dict[str, Any]) -> tuple[Any, ...]:
+        from .measure import KernelRunError, run_once
+
+        try:
+            return ("outputs", run_once(self.job, config))
+        except KernelRunError as exc:
+            return ("failed", exc.status, str(exc).split(": ", 1)[-1])
+
+    def check(self, config: dict[str, Any]) -> tuple[Any, ...]:
+        from .measure import ConfigFailed, verified_launch
+
+        try:
+            judged: list[Any] = []
+            verified_launch(self.job, config, {}, judged)
+            return ("outputs", judged)
+        except ConfigFailed as exc:
+            return ("failed", exc.status, str(exc))
+
+    def handle(self, request: tuple[Any, ...]) -> tuple[Any, ...]:
+        kind, *rest = request
+        handler = {"open": self.open, "job": self.load, "job_clear": self.clear, "measure": self.measure,
+                   "run_once": self.run_once, "check": self.check,
+                   "extent": self.extent}.get(kind)
+        if handler is None:
+            return ("error", f"unknown request {kind!r}")
+        return handler(*rest)
+
+
+def main(argv: list[str]) -> int:
+    # Ctrl-C at a terminal reaches the whole process group; the sweep decides what stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    from . import console
+
+    console.CAPTURE = False  # this process's stderr is its log, read per configuration
+    fd_in, fd_out = int(argv[1]), int(argv[2])
+    server = Server()
+    while True:
+        try:
+            request = channel.loads(channel.receive(fd_in))
+        except channel.ChannelClosed:
+            return 0
+        try:
+            reply = server.handle(request)
+        except KeyboardInterrupt:  # raised by a user callable: the sweep stops, as in-process
+            reply = ("interrupt",)
+        except Exception as exc:  # noqa: BLE001 - reported to the sweep, which decides
+            reply = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}")
+        message, path = channel.dumps(reply)
+        try:
+            channel.send(fd_out, message)
+        except BrokenPipeError:
+            channel.discard(path)
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

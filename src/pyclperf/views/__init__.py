@@ -1,0 +1,1 @@
+"""Views of results: tables, plots, comparisons, fleets."""
