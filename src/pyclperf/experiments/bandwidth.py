@@ -41,10 +41,11 @@ import numpy as np
 from .. import _core, tool_figures
 from ..checks import (FLT_MIN, POISON_U32, compare, compare_close, gamma, poison_device,
                       poison_pattern, random_bytes)
-from ..results import OK
+from ..results import OK, Results
 from ..stats import MiB
 from ._kit import FLOAT, check_alloc, pick, table
 from .base import Check, Experiment, Launch, noise_note
+from .claims import Claim, Figure, NotMeasured, meta_number, row_se
 
 MODES = ("read", "write", "convert")
 # The default sweep: 128 to 1024 work-items a group, 4 to 32 groups per compute unit and full
@@ -108,6 +109,17 @@ def half_ties(x: np.ndarray) -> np.ndarray:
     return (bits & np.uint32(0x1FFF)) == np.uint32(0x1000)
 
 
+def read_over_reference(results: Results) -> Figure:
+    """The best verified read over another tool's read on this device (where one is on record),
+    with the best read row's own uncertainty."""
+    if not results.meta.get("read_over_reference"):
+        raise NotMeasured("no other tool's read figure is on record for this device")
+    value = meta_number(results, "read_over_reference")
+    best = meta_number(results, "best_read_gbps")
+    row = next((r for r in results.rows if r.get("mode") == "read" and r.get("gbps") == best), None)
+    return Figure.of(value, row_se(row) if row is not None else None)
+
+
 class Bandwidth(Experiment):
     id = "bandwidth"
     description = ("read-only (a sum), write-only (a fill) and float-to-half bandwidth over work-group "
@@ -119,6 +131,11 @@ class Bandwidth(Experiment):
     x = "work_items"
     x_label = "work-items launched (work-groups x work-group size)"
     guide = "clpeak (global memory bandwidth), BabelStream (dot); Guide 2.2.2"
+    claim = Claim(
+        "the best read bandwidth matches what another tool measures on the same device",
+        "no other tool's read figure on record for this device",
+        "best verified read / the other tool's read", read_over_reference, kind="property",
+        source_key="reference_source")
     # One line per mode through the median of the work-group sizes at each grid size; every size
     # is a dot beside it (fifteen lines, one per mode and size, were past telling apart).
     plot = {"kind": "lines", "y": "gbps", "group": "mode", "logx": True,
