@@ -190,7 +190,9 @@ def cmd_guide(args: argparse.Namespace) -> int:
                                timeout_s=args.timeout, only=args.only, peak_gbps=args.peak_gbps,
                                budget_s=args.budget, method=args.method)
     bad = [o for o in outcomes if failed(o)]
-    print(f"{len(outcomes) - len(bad)} of {len(outcomes)} experiments passed"
+    here = [o for o in outcomes if o.status.startswith(CANNOT_RUN)]
+    print(f"{len(outcomes) - len(bad) - len(here)} of {len(outcomes)} experiments passed"
+          + (f"; not run on this device: {', '.join(o.experiment for o in here)}" if here else "")
           + (f"; not passed: {', '.join(f'{o.experiment} ({o.status})' for o in bad)}" if bad else ""))
     print(f"wrote {page}")
     if any(o.status == INTERRUPTED for o in outcomes):

@@ -5,7 +5,8 @@ A handful of plain rules, on what explain() knows: the tuned parameters' names, 
 source, whether memory or compute binds and how close the kernel comes to that roof, and which
 memory level holds its working set. Each recommendation names the experiment (``pyclperf run
 <id>`` measures the claim here), the source document's section (the experiment's own ``guide``
-attribute), and why it applies; where the experiment states the document's claim (its ``claim``), that too.
+attribute), and why it applies; where the experiment states the document's claim (its
+``claim``), that too.
 """
 
 from __future__ import annotations
