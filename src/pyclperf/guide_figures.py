@@ -6,8 +6,9 @@ figure; this module judges it.
 Every figure is a ratio of two measurements the source gives (a speed-up, a slowdown), because
 a 2009 GPU's absolute GB/s says nothing about today's; the same ratio is computed from this
 device's verified rows. Figures of the device itself (a peak, a timer resolution: claims of
-kind "property") are shown as a ratio but get no verdict: they describe hardware, not an effect. Sources: each experiment's ``guide``
-attribute names its section of the documents it reproduces.
+kind "property") are shown as a ratio but get no verdict: they describe hardware, not an
+effect. Sources: each experiment's ``guide`` attribute names its section of the documents it
+reproduces.
 
 The verdict rule, the same for every experiment. Let e = ln(ratio), so 2x faster and 2x
 slower are equally large effects, and let the source's effect be e_s, this device's e_d:
@@ -176,7 +177,8 @@ def compare_to_source(results: Results | None, experiment: str) -> dict[str, Any
     return {"source": source, "what": claim.criterion, "source_ratio": claim.source_ratio,
             "device_ratio": mine, "ratio_lo": fig.lo if fig else None,
             "ratio_hi": fig.hi if fig else None,
-            "device_over_source": mine / claim.source_ratio if mine is not None and claim.source_ratio else None,
+            "device_over_source": (mine / claim.source_ratio
+                                   if mine is not None and claim.source_ratio else None),
             "verdict": verdict(claim, mine), "absolute": claim.kind == "property"}
 
 
