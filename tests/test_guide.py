@@ -13,6 +13,8 @@ import pytest
 from pyclperf import cli
 from pyclperf.guide import run as guide
 from pyclperf.guide import figures as guide_figures
+from pyclperf.experiments import get
+from pyclperf.experiments.claims import claim_of
 from pyclperf.measure.results import Results
 
 
@@ -47,14 +49,14 @@ def test_unknown_only_id_is_an_error(tmp_path, capsys):
 @pytest.mark.parametrize("ratio, want", [(0.1, "holds"), (0.5, "changed"), (0.95, "changed"),
                                           (1.5, "reversed"), (None, "")])
 def test_verdict_rule(ratio, want):
-    figure = guide_figures.FIGURES["offset"]  # source: 7/74, slower when misaligned
+    figure = claim_of(get("offset"))  # source: 7/74, slower when misaligned
     assert guide_figures.verdict(figure, ratio) == want
 
 
 def test_direction_only_and_absolute_figures():
-    stride = guide_figures.FIGURES["stride"]
+    stride = claim_of(get("stride"))
     assert guide_figures.verdict(stride, 0.5) == "holds" and guide_figures.verdict(stride, 1.02) == "changed"
-    assert guide_figures.verdict(guide_figures.FIGURES["peak"], 30.0) == ""
+    assert guide_figures.verdict(claim_of(get("peak")), 30.0) == ""
 
 
 # The full quick guide (all 24 experiments) took 3 min 50 s on PoCL with 2 shared cores, over

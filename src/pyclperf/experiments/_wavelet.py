@@ -27,9 +27,10 @@ from ..measure.checks import POISON_U32, compare_close, gamma, max_abs_error, po
 from ._kit import FLOAT
 from .base import Check, Launch
 
-VARIANTS = ("wavelet interleaved", "wavelet planar", "wavelet rgba float image")
-KERNELS = {"wavelet interleaved": "wavelet_interleaved", "wavelet planar": "wavelet_planar",
-           "wavelet rgba float image": "wavelet_image"}
+INTERLEAVED, PLANAR, RGBA_FLOAT = "wavelet interleaved", "wavelet planar", "wavelet rgba float image"
+VARIANTS = (INTERLEAVED, PLANAR, RGBA_FLOAT)
+KERNELS = {INTERLEAVED: "wavelet_interleaved", PLANAR: "wavelet_planar",
+           RGBA_FLOAT: "wavelet_image"}
 TILE = (16, 8)  # work-items span the width and half the height: side / 2 is a multiple of 8
 SHIFT = 4  # where the filter starts relative to row 2 i, as in the document's call (ctd = 4)
 
@@ -100,7 +101,7 @@ class WaveletStep:
         self.lo_buf, self.hi_buf = ctx.to_device(self.lo), ctx.to_device(self.hi)
         self.images: tuple[Any, Any] | None = None
         self.image_reason: str | None = None
-        if "wavelet rgba float image" in variants:
+        if RGBA_FLOAT in variants:
             if not ctx.info.image_support:
                 self.image_reason = (f"needs image support, which {ctx.info.name} lacks "
                                      "(CL_DEVICE_IMAGE_SUPPORT = false)")
@@ -128,9 +129,9 @@ class WaveletStep:
         s = self.side
         pixels = self.rng.random((s, s, 4), dtype=np.float32)
         got = np.empty_like(pixels)
-        if variant == "wavelet interleaved":
+        if variant == INTERLEAVED:
             self.src.write(pixels)
-        elif variant == "wavelet planar":
+        elif variant == PLANAR:
             self.src.write(np.ascontiguousarray(np.moveaxis(pixels, 2, 0)))
         else:
             self.images[0].write(pixels)

@@ -17,9 +17,10 @@ import numpy as np
 from .. import _core
 from ..measure.checks import POISON_U32, compare_close, max_abs_error, poison_device
 from ..device.program import ceil_to
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, EPS32, pick, positive
 from .base import Check, Experiment, Launch, noise_note
+from .claims import Claim, Figure, ratio
 
 FIELDS = 6  # x, y, z, vx, vy, vz
 PARTICLE_BYTES = FIELDS * 4
@@ -83,11 +84,13 @@ class Layout:
     unpack: Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]  # -> particles, padding
 
 
+# The labels the claim below names its rows by (the rows' ``layout``).
+AOS, SOA = "AoS", "SoA"
 LAYOUTS = {v.name: v for v in (
-    Layout("AoS", "update_aos", 24, _aos, _from_aos),
+    Layout(AOS, "update_aos", 24, _aos, _from_aos),
     Layout("AoS float2 (8-byte aligned)", "update_aos8", 24, _aos, _from_aos),
     Layout("AoS float4+float2 (16-byte aligned)", "update_aos16", 32, _aos16, _from_aos16),
-    Layout("SoA", "update_soa", 24, _soa, _from_soa),
+    Layout(SOA, "update_soa", 24, _soa, _from_soa),
     Layout("SoAoS (float4[] + float2[])", "update_soaos", 24, _soaos, _from_soaos),
     Layout(f"AoSoA (blocks of {BLOCK})", "update_aosoa", 24, _aosoa, _from_aosoa),
 )}
@@ -103,6 +106,10 @@ def step_reference(p: np.ndarray) -> np.ndarray:
     return q
 
 
+def aos_over_soa(results: Results) -> Figure:
+    return ratio(results, "median_ns", {"layout": AOS}, {"layout": SOA})
+
+
 class StructLayout(Experiment):
     id = "aos"
     description = ("a particle update in AoS, float2-read AoS, a 16-byte aligned struct, SoA, SoAoS and "
@@ -112,6 +119,9 @@ class StructLayout(Experiment):
     x = "layout"
     x_label = "layout"
     guide = "Tradeoffs (AoS vs SoA, alignment, SoAoS)"
+    claim = Claim(
+        "a struct of arrays beats an array of structs: its reads coalesce",
+        "Tradeoffs, AoS vs SoA (in words, G80)", "time of AoS / SoA", aos_over_soa)
     plot = {"kind": "bars", "label": "layout"}
     size_arg, values_arg = "particles", None
 
@@ -189,7 +199,7 @@ class StructLayout(Experiment):
             results.meta["conclusion"] = "no layout verified: no comparison"
             return
         best = max(rows, key=lambda n: rows[n]["gbps"])
-        aos = rows.get("AoS")
+        aos = rows.get(AOS)
         for r in rows.values():
             if aos is not None:
                 r["speedup_vs_aos"] = aos["median_ns"] / r["median_ns"]
@@ -197,7 +207,7 @@ class StructLayout(Experiment):
         text = f"fastest layout: {best} ({rows[best]['gbps']:.1f} GB/s effective){noise_note(rows[best])}"
         if aos is not None:
             text += "; vs AoS: " + ", ".join(
-                f"{n} {r['speedup_vs_aos']:.2f}x" for n, r in rows.items() if n != "AoS")
+                f"{n} {r['speedup_vs_aos']:.2f}x" for n, r in rows.items() if n != AOS)
         results.meta["conclusion"] = text + (
             ". Tradeoffs (G80): SoA beats plain AoS (coalesced), aligned structs read in 64/128-bit"
             " pieces cut memory operations, SoAoS keeps wide reads contiguous")

@@ -17,7 +17,7 @@ work-group size (powers of two, 128 to 1024, up to the device's limit; ``sizes``
 4, 8, 16 and 32 work-groups per compute unit, and at full coverage (one float4 per work-item). The conclusion
 names the best read, write and convert and their shapes, and sets the best read beside another
 tool's read on the same device: ``reference_read_gbps=`` (with ``reference_label=``), else the
-newest such figure on record for this device in pyclperf/reference/tool_figures.json (clpeak's on the
+newest such figure on record for this device in pyclperf/tool_figures.json (clpeak's on the
 H200), else none.
 
 Verification, per point, on fresh input with the outputs (and a guard band past them) poisoned:
@@ -42,10 +42,11 @@ from .. import _core
 from ..reference import tool_figures
 from ..measure.checks import (FLT_MIN, POISON_U32, compare, compare_close, gamma, poison_device,
                       poison_pattern, random_bytes)
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ..measure.stats import MiB
 from ._kit import FLOAT, check_alloc, pick, table
 from .base import Check, Experiment, Launch, noise_note
+from .claims import Claim, Figure, NotMeasured, meta_number, row_se
 
 MODES = ("read", "write", "convert")
 # The default sweep: 128 to 1024 work-items a group, 4 to 32 groups per compute unit and full
@@ -109,6 +110,17 @@ def half_ties(x: np.ndarray) -> np.ndarray:
     return (bits & np.uint32(0x1FFF)) == np.uint32(0x1000)
 
 
+def read_over_reference(results: Results) -> Figure:
+    """The best verified read over another tool's read on this device (where one is on record),
+    with the best read row's own uncertainty."""
+    if not results.meta.get("read_over_reference"):
+        raise NotMeasured("no other tool's read figure is on record for this device")
+    value = meta_number(results, "read_over_reference")
+    best = meta_number(results, "best_read_gbps")
+    row = next((r for r in results.rows if r.get("mode") == "read" and r.get("gbps") == best), None)
+    return Figure.of(value, row_se(row) if row is not None else None)
+
+
 class Bandwidth(Experiment):
     id = "bandwidth"
     description = ("read-only (a sum), write-only (a fill) and float-to-half bandwidth over work-group "
@@ -120,6 +132,11 @@ class Bandwidth(Experiment):
     x = "work_items"
     x_label = "work-items launched (work-groups x work-group size)"
     guide = "clpeak (global memory bandwidth), BabelStream (dot); Guide 2.2.2"
+    claim = Claim(
+        "the best read bandwidth matches what another tool measures on the same device",
+        "no other tool's read figure on record for this device",
+        "best verified read / the other tool's read", read_over_reference, kind="property",
+        source_key="reference_source")
     # One line per mode through the median of the work-group sizes at each grid size; every size
     # is a dot beside it (fifteen lines, one per mode and size, were past telling apart).
     plot = {"kind": "lines", "y": "gbps", "group": "mode", "logx": True,
@@ -134,7 +151,7 @@ class Bandwidth(Experiment):
         sizes (powers of two); ``per_cu``: work-groups per compute unit to try; ``full``: also
         the grid of one float4 per work-item; ``reference_read_gbps``: another tool's read
         bandwidth on this device to set the best read beside (``reference_label`` names it),
-        instead of the figure on record in reference/tool_figures.json."""
+        instead of the figure on record in tool_figures.json."""
         super().__init__(ctx)
         info = ctx.info
         self.reference = self.reference_figure(info, reference_read_gbps, reference_label)
@@ -332,7 +349,7 @@ class Bandwidth(Experiment):
             text += f". Best read beside {self.reference[1]}: {ratio:.3f}x"
         elif "read" in self.modes:
             text += (f". No other tool's read figure is on record for {self.ctx.info.name} "
-                     "(pyclperf/reference/tool_figures.json; reference_read_gbps= gives one)")
+                     "(pyclperf/tool_figures.json; reference_read_gbps= gives one)")
         results.meta["conclusion"] = text
 
     @classmethod

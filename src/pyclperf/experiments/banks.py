@@ -17,13 +17,20 @@ import numpy as np
 from .. import _core
 from ..theory.bankmodel import strided_degree
 from ..measure.checks import compare, poison_device
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, pick, positive, whole_groups
 from .base import Check, Experiment, Launch
+from .claims import Claim, Figure, ratio
 
 WORD = 4  # bytes
 LOADS_PER_STEP = 8  # kernels/banks.cl issues 8 loads per step
 LAYOUTS = ("plain", "padded")
+
+
+def two_way_over_none(results: Results) -> Figure:
+    """Time at stride 2 over stride 1 in the plain layout (the rows' ``slowdown``)."""
+    return ratio(results, "median_ns", {"layout": "plain", "stride": 2},
+                 {"layout": "plain", "stride": 1})
 
 
 class Banks(Experiment):
@@ -35,6 +42,10 @@ class Banks(Experiment):
     x = "stride"
     x_label = "stride (32-bit words between neighbouring work-items)"
     guide = "Guide 3.2.2.1; Slides 'Shared Memory Architecture', 'Bank Conflicts'"
+    claim = Claim(
+        "a 2-way bank conflict doubles the time of a local-memory access",
+        "Guide 3.2.2.1 (in words: accesses to one bank are serialised)",
+        "time at stride 2 / stride 1 (plain layout)", two_way_over_none, source_ratio=2.0)
     plot = {"kind": "model", "group": "layout", "value": "slowdown", "model": "conflict_degree",
             "ylabel": "time / plain stride 1 (solid); conflict degree (dashed)"}
     size_arg, values_arg, local_size_arg = "items", "strides", "local_size"

@@ -17,9 +17,10 @@ import numpy as np
 from .. import _core
 from ..measure.checks import compare_close, poison_device
 from ..device.program import ceil_to
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import FLOAT, check_copy, pick, positive
 from .base import Check, Experiment, Launch, noise_note
+from .claims import Claim, Figure, NotMeasured, geometric_mean, pooled, rows_for
 
 KERNELS = ("copy", "matmul")
 NON_MULTIPLES = (16, 48, 200)  # sizes that are not multiples of 32 (or not powers of two)
@@ -44,6 +45,28 @@ def default_sizes(info: _core.DeviceInfo) -> list[int]:
     return sorted(s for s in base | set(NON_MULTIPLES) if s <= top)
 
 
+WARP = 32  # Guide 4.4's multiple
+
+
+def multiples_over_neighbours(results: Results) -> Figure:
+    """For every verified size that is not a multiple of 32, its verified multiple-of-32
+    neighbours' speed (geometric mean) over its own; then the mean over all such sizes."""
+    found = []
+    for kernel in KERNELS:
+        metric = "gflops" if kernel == "matmul" else "gbps"
+        try:
+            rows = rows_for(results, kernel=kernel)
+        except NotMeasured:
+            continue
+        speed = {r["local_size"]: r for r in rows if r.get(metric)}
+        for size in (s for s in speed if s % WARP):
+            near = [m for m in (size // WARP * WARP, (size // WARP + 1) * WARP) if m in speed]
+            if near:
+                found.append(geometric_mean(pooled([speed[m]], metric) for m in near)
+                             / pooled([speed[size]], metric))
+    return geometric_mean(found)
+
+
 class BlockSize(Experiment):
     id = "blocksize"
     description = ("work-group sizes on a copy and a naive matmul, against the preferred multiple and "
@@ -53,6 +76,10 @@ class BlockSize(Experiment):
     x = "local_size"
     x_label = "work-group size (work-items)"
     guide = "Guide 4.4 (thread and block heuristics)"
+    claim = Claim(
+        "work-group sizes that are multiples of 32 run at least as fast as their neighbours",
+        "Guide 4.4 (in words: a multiple of the warp size)",
+        "speed of the nearest multiples of 32 / a size between them", multiples_over_neighbours)
     plot = {"kind": "lines", "y": "relative", "ylabel": "speed / the best size's speed",
             "group": "kernel", "mark": "multiple_of_preferred",
             "mark_label": "multiple of the preferred work-group multiple", "logx": True,

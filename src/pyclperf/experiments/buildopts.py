@@ -10,10 +10,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import _core
-from ..measure.results import OK, WRONG
+from ..measure.results import OK, WRONG, Results
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import EPS, Throughput
 from .base import Check, Launch
+from .claims import Claim, Figure, ratio
 
 @dataclass(frozen=True)
 class OptKernel:
@@ -54,6 +55,20 @@ BUILD_OPTIONS = ("", "-cl-mad-enable", "-cl-fast-relaxed-math", "-cl-denorms-are
 RELAXED_LIMIT = 1e-2
 
 
+def variant_label(kernel: str, options: str) -> str:
+    """A row's ``variant``: the kernel and its build options ("(none)" for none)."""
+    return f"{kernel} {options or '(none)'}"
+
+
+MAD = "-cl-mad-enable"
+CLAIM_KERNEL = "poly"  # a multiply and an add per step: what -cl-mad-enable fuses
+
+
+def none_over_mad(results: Results) -> Figure:
+    return ratio(results, "median_ns", {"variant": variant_label(CLAIM_KERNEL, "")},
+                 {"variant": variant_label(CLAIM_KERNEL, MAD)})
+
+
 class BuildOptions(Throughput):
     id = "buildopts"
     description = ("three loops built with no options, `-cl-mad-enable`, `-cl-fast-relaxed-math`, `-cl-"
@@ -62,6 +77,9 @@ class BuildOptions(Throughput):
     order = 200
     title = "Build options: -cl-mad-enable, -cl-fast-relaxed-math, ..."
     guide = "Guide chapter 5 introduction, A.2 (and 5.1.4)"
+    claim = Claim(
+        "-cl-mad-enable speeds up a multiply-add loop", "Guide A.2 (in words: large gains)",
+        "time of poly with no options / with -cl-mad-enable", none_over_mad)
     summary_extra = ("speedup_vs_none", "max_rel_err", "max_rel_diff_vs_none")
 
     def __init__(self, ctx: Any, items: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
@@ -77,7 +95,7 @@ class BuildOptions(Throughput):
         super().__init__(ctx, items, local_size, iters)
 
     def points(self) -> list[dict[str, Any]]:
-        return [{"variant": f"{k} {o or '(none)'}", "kernel": k, "options": o}
+        return [{"variant": variant_label(k, o), "kernel": k, "options": o}
                 for k in self.kernels for o in self.options]
 
     def meta(self) -> dict[str, Any]:

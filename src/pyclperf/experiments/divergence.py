@@ -21,12 +21,14 @@ import numpy as np
 from .. import _core
 from ..measure.checks import compare_close
 from ..theory.limits import warp_size
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, round_trip, whole_groups
 from .base import Check, Experiment, Launch
+from .claims import Claim, Figure, largest, ratio
 
 GRANULARITIES = (1, 2, 4, 8, 16, 32, 64)
 BASELINE = "no branch"
+BRANCH = "branch"  # the rows of the granularity sweep (their ``variant``)
 # The kernel's two recurrences: path A x -> RA x + KA, path B x -> KB - RB x, summing every x.
 PATH_A = (0.75, 0.125)
 PATH_B = (-0.5, 0.375)
@@ -50,6 +52,13 @@ def reference(x: np.ndarray, local_size: int, granularity: int, iters: int) -> n
     return np.where((lid // granularity) % 2 == 1, path_sum(x, iters, *PATH_B), a)
 
 
+def diverged_over_uniform(results: Results) -> Figure:
+    """Time when neighbouring work-items take different paths over the widest granularity."""
+    wide = largest(results, "granularity", variant=BRANCH)
+    return ratio(results, "median_ns", {"variant": BRANCH, "granularity": 1},
+                 {"variant": BRANCH, "granularity": wide})
+
+
 class Divergence(Experiment):
     id = "divergence"
     description = ("a branch on (local id / granularity) % 2 for granularities 1..64 against a branch-"
@@ -60,6 +69,11 @@ class Divergence(Experiment):
     x = "granularity"
     x_label = "branch granularity (consecutive work-items on one path)"
     guide = "Guide 6.1 (branching and divergence)"
+    claim = Claim(
+        "work-items of one warp that take different paths run them one after the other",
+        "Guide 6.1 (in words: both paths serialised, about twice the time)",
+        "time at divergence granularity 1 / the widest granularity", diverged_over_uniform,
+        source_ratio=2.0)
     plot = {"kind": "lines", "y": "slowdown", "ylabel": "time / no-branch time", "logx": True,
             "hlines": {"no branch": 1.0, "both paths serialised": 2.0},
             "vlines": {"warp size": "warp_size"}, "group": "variant"}
@@ -105,7 +119,7 @@ class Divergence(Experiment):
 
     def points(self) -> list[dict[str, Any]]:
         return [{"variant": BASELINE, "granularity": 0}] + [
-            {"variant": "branch", "granularity": g} for g in self.granularities] + [
+            {"variant": BRANCH, "granularity": g} for g in self.granularities] + [
             {"variant": v, "granularity": 1} for v in self.predication]
 
     def peak_kind(self, row: dict[str, Any]) -> str | None:
@@ -136,7 +150,7 @@ class Divergence(Experiment):
         for r in results.rows:
             r["slowdown"] = (r["median_ns"] / base["median_ns"]
                              if base is not None and r.get("status") == OK else None)
-        rows = [r for r in results.rows if r.get("variant") == "branch" and r.get("status") == OK
+        rows = [r for r in results.rows if r.get("variant") == BRANCH and r.get("status") == OK
                 and r.get("slowdown") is not None]
         warp = warp_size(self.ctx.info)
         warp_text = f"the warp size is {warp}" if warp else "the warp size is unknown here (32 on NVIDIA)"

@@ -42,12 +42,15 @@ import numpy as np
 from .. import _core
 from ..measure.checks import compare_close, gamma, poison_device
 from ..theory.limits import estimate
-from ..measure.results import OK, WRONG
+from ..measure.results import OK, WRONG, Results
 from ._kit import (DEFAULT_LOCAL_SIZE, FLOAT, by_variant, floats_to_sum, pick, positive,
                    probe_build, tree_local_size)
 from .base import Check, Experiment, Launch, noise_note
+from .claims import Claim, Figure, ratio
 
-VARIANTS = ("two_pass", "last_group", "persistent", "no_fence")
+# The labels the claim below names its rows by (the rows' ``variant``).
+TWO_PASS, LAST_GROUP, PERSISTENT, NO_FENCE = "two_pass", "last_group", "persistent", "no_fence"
+VARIANTS = (TWO_PASS, LAST_GROUP, PERSISTENT, NO_FENCE)
 ATOMICS = ("auto", "2.0", "1.2")
 
 # Builds only where the device has what ATOMICS20 in gridsync.cl needs.
@@ -89,6 +92,10 @@ def resident_groups(info: Any, local_size: int) -> tuple[int, str]:
     return info.compute_units, f"{info.compute_units} compute units x 1 group (no residency limits known)"
 
 
+def two_launches_over_one(results: Results) -> Figure:
+    return ratio(results, "median_ns", {"variant": TWO_PASS}, {"variant": LAST_GROUP})
+
+
 class GridSync(Experiment):
     id = "gridsync"
     description = ("a single-pass float sum finished by the last work-group (an atomic counter, "
@@ -100,6 +107,9 @@ class GridSync(Experiment):
     x = "variant"
     x_label = "variant"
     guide = "Quasar 9.8.2 (opt_block_cnt, grid synchronisation), 9.8.3 (memory fences)"
+    claim = Claim(
+        "finishing a reduction inside one launch beats a second launch",
+        "Quasar 9.8.2 (in words)", "time of two_pass / last_group", two_launches_over_one)
     plot = {"kind": "bars", "label": "variant"}
     size_arg, values_arg = "items", None
 
@@ -146,7 +156,7 @@ class GridSync(Experiment):
 
     def program(self, variant: str) -> Any:
         defines: dict[str, Any] = {"WG": self.local_size}
-        if variant == "no_fence":
+        if variant == NO_FENCE:
             defines["NO_FENCE"] = 1
         if self.build_options:
             defines["ATOMICS20"] = 1
@@ -164,7 +174,7 @@ class GridSync(Experiment):
         g, l = groups * self.local_size, self.local_size
         program = self.program(variant)
         n = np.uint32(self.items)
-        if variant == "two_pass":
+        if variant == TWO_PASS:
             first = program.kernel("partial_sums").set_args(self.src, n, self.partial)
             second = program.kernel("partial_sums").set_args(self.partial, np.uint32(groups), self.total)
             steps = [(first, g, l), (second, l, l)]
@@ -175,7 +185,7 @@ class GridSync(Experiment):
         return Launch(steps, self.items * FLOAT,
                       columns={"groups": groups, "launches": len(steps), "rounding_chain": d,
                                "rel_bound": gamma(d),
-                               "sync": "two launches" if variant == "two_pass" else self.sync})
+                               "sync": "two launches" if variant == TWO_PASS else self.sync})
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         x = self.rng.random(self.items, dtype=np.float32)
@@ -202,13 +212,13 @@ class GridSync(Experiment):
     def finish(self, results: Any) -> None:
         rows, ok = by_variant(results)
         parts = []
-        two = rows.get("two_pass")
+        two = rows.get(TWO_PASS)
         for r in ok:
             text = f"{r['variant']} {r['gbps']:.1f} GB/s ({r['groups']} groups){noise_note(r)}"
             if two and two.get("status") == OK and r is not two:
                 text += f", {two['median_ns'] / r['median_ns']:.2f}x the speed of two launches"
             parts.append(text)
-        nf = rows.get("no_fence")
+        nf = rows.get(NO_FENCE)
         if nf is None:
             fence = "the fence-less variant was not run"
         elif nf.get("status") == WRONG:

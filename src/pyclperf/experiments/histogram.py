@@ -24,9 +24,10 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare, poison_device, random_bytes
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, default_groups, pick, positive
 from .base import Check, Experiment, Launch
+from .claims import Claim, Figure, ratio
 
 BINS = 256
 KERNELS = {"global": "histogram_global", "local": "histogram_local"}
@@ -52,6 +53,19 @@ def make_values(rng: np.random.Generator, distribution: str, n: int) -> np.ndarr
         f"histogram: unknown distribution {distribution!r}; known: {', '.join(DISTRIBUTIONS)}")
 
 
+CLAIM_DATA = "uniform"  # Quasar's input: no bin hotter than the others
+
+
+def variant_label(kernel: str, distribution: str) -> str:
+    """A row's ``variant``: the kernel ("global" or "local") and the input's distribution."""
+    return f"{kernel} / {distribution}"
+
+
+def global_over_local(results: Results) -> Figure:
+    return ratio(results, "median_ns", {"variant": variant_label("global", CLAIM_DATA)},
+                 {"variant": variant_label("local", CLAIM_DATA)})
+
+
 class Histogram(Experiment):
     id = "histogram"
     description = ("256 bins by global atomics vs a local histogram per work-group on uniform, geometric"
@@ -61,6 +75,10 @@ class Histogram(Experiment):
     x = "variant"
     x_label = "kernel / input"
     guide = "Quasar 9.2.3.1 (histogram with shared memory); Guide 3.2.2"
+    claim = Claim(
+        "a per-work-group histogram in local memory beats global atomics",
+        "Quasar 9.2 (GTX 980): global atomics 73.7 ms, local histogram 12.8 ms",
+        "time of global / local (uniform data)", global_over_local, source_ratio=73.7 / 12.8)
     plot = {"kind": "bars", "label": "variant"}
     size_arg, values_arg = "items", None  # items = input values (bytes)
 
@@ -102,7 +120,7 @@ class Histogram(Experiment):
 
     def points(self) -> list[dict[str, Any]]:
         # Distribution outermost: each input is drawn once and serves both kernels.
-        return [{"variant": f"{k} / {d}", "kernel": k, "distribution": d}
+        return [{"variant": variant_label(k, d), "kernel": k, "distribution": d}
                 for d in self.distributions for k in self.kernels]
 
     def kernel(self, name: str) -> Any:

@@ -12,10 +12,11 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import Throughput
 from .base import Check, Launch
+from .claims import Claim, Figure, ratio
 
 LCG_A, LCG_C = 1664525, 1013904223
 M32 = (1 << 32) - 1
@@ -39,11 +40,13 @@ def _trunc_div(v: np.ndarray, d: int) -> np.ndarray:
     return np.sign(v) * (np.abs(v) // d)
 
 
+# The labels the claim below names its rows by (the rows' ``variant``).
+U32_DIV_ARG, U32_SHIFT = "u32 / d (argument)", "u32 >> s"
 INT_OPS = (
     IntOp("loop only (x)", "int_baseline", "baseline", lambda u, d, s: u),
-    IntOp("u32 / d (argument)", "u32_div_var", "u32 divide", lambda u, d, s: u // d),
+    IntOp(U32_DIV_ARG, "u32_div_var", "u32 divide", lambda u, d, s: u // d),
     IntOp("u32 / D (literal)", "u32_div_lit", "u32 divide", lambda u, d, s: u // d),
-    IntOp("u32 >> s", "u32_div_shift", "u32 divide", lambda u, d, s: u >> s),
+    IntOp(U32_SHIFT, "u32_div_shift", "u32 divide", lambda u, d, s: u >> s),
     IntOp("u32 % d (argument)", "u32_mod_var", "u32 modulo", lambda u, d, s: u % d),
     IntOp("u32 % D (literal)", "u32_mod_lit", "u32 modulo", lambda u, d, s: u % d),
     IntOp("u32 & (d-1)", "u32_mod_mask", "u32 modulo", lambda u, d, s: u & (d - 1)),
@@ -96,6 +99,10 @@ def literal_reference(start: np.ndarray, iters: int, double: bool) -> np.ndarray
     return x
 
 
+def division_over_shift(results: Results) -> Figure:
+    return ratio(results, "median_ns", {"variant": U32_DIV_ARG}, {"variant": U32_SHIFT})
+
+
 class IntOps(Throughput):
     id = "intops"
     description = ("`/` and `%` by a power of two vs shift and mask, `mul24` vs a 32-bit multiply, "
@@ -103,6 +110,10 @@ class IntOps(Throughput):
     order = 190
     title = "Integer division/modulo vs shift/mask, mul24, float literals"
     guide = "Guide 5.1 (mul24), 5.1.1, 5.1.3"
+    claim = Claim(
+        "a shift beats integer division by a power of two",
+        "Guide 5.1.1 (in words: division and modulo are expensive)",
+        "time of u32 / d (argument) / u32 >> s", division_over_shift)
     summary_extra = ("group", "time_vs_loop_only", "rel_diff_other_literal")
 
     def __init__(self, ctx: Any, items: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,

@@ -20,9 +20,10 @@ import numpy as np
 from .. import _core
 from ..measure.checks import compare_close
 from ..theory.limits import parse_registers, verbose_build_options
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import FLOAT, round_trip, whole_groups
 from .base import Check, Experiment, Launch
+from .claims import Claim, Figure, paired
 
 BOUNDS = ("none", "reqd")
 STEP_GAP, LANE_GAP = 2.0**-9, 2.0**-7  # the kernel's defaults, exact in float32
@@ -48,6 +49,11 @@ def flops_per_item(steps: int, lanes: int) -> int:
     return steps * (2 + 8 * lanes)
 
 
+def reqd_over_none(results: Results) -> Figure:
+    """GFLOP/s with reqd_work_group_size over without, geometric mean over the sizes."""
+    return paired(results, "gflops", "work_group_size", {"bounds": "reqd"}, {"bounds": "none"})
+
+
 class LaunchBounds(Experiment):
     id = "launchbounds"
     description = ("one arithmetic kernel with and without `reqd_work_group_size`, with registers and "
@@ -57,6 +63,11 @@ class LaunchBounds(Experiment):
     x = "work_group_size"
     x_label = "work-group size (work-items)"
     guide = "Quasar 9.9 (kernel launch bounds); Guide 4.2 (registers and occupancy)"
+    claim = Claim(
+        "declaring the work-group size at build time lets the compiler speed a kernel up",
+        "Quasar 9.9: 20-30% from tuning registers and threads per block",
+        "GFLOP/s with reqd_work_group_size / without (geometric mean over sizes)",
+        reqd_over_none, source_ratio=1.25)
     plot = {"kind": "lines", "y": "gflops", "ylabel": "GFLOP/s", "group": "bounds", "logx": True}
     size_arg, values_arg, local_size_arg = "items", "sizes", None
 

@@ -11,10 +11,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..measure.checks import ulp_error
-from ..measure.results import OK, WRONG
+from ..measure.results import OK, WRONG, Results
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import EPS, HALF_EPS, Throughput, fmt
 from .base import Check, Launch
+from .claims import Claim, Figure, ratio
 
 # Minimum accuracy of the precise single-precision functions, full profile: OpenCL C
 # specification, section 7.4 "Relative Error as ULPs", table "ULP values for single precision
@@ -65,6 +66,14 @@ def math_inputs(rng: np.random.Generator, lo: float, hi: float, n: int) -> np.nd
     return x
 
 
+CLAIM_FUNCTION, CLAIM_DOMAIN = "sin", "[-pi,pi]"
+
+
+def precise_over_native(results: Results) -> Figure:
+    where = {"function": CLAIM_FUNCTION, "domain": CLAIM_DOMAIN}
+    return ratio(results, "median_ns", {**where, "impl": "precise"}, {**where, "impl": "native"})
+
+
 class MathFunctions(Throughput):
     id = "math"
     description = ("sin, cos, exp, log, rsqrt against `native_` and `half_` (and rsqrt against "
@@ -73,6 +82,10 @@ class MathFunctions(Throughput):
     order = 180
     title = "Math functions: precise vs native_ vs half_"
     guide = "Guide 5.1.4 (and 5.1, 5.1.2); OpenCL C 7.4 ULP table"
+    claim = Claim(
+        "native_ functions run about ten times faster than the precise ones",
+        "Guide 5.1.4: native ~1 op/clock, precise ~10x slower",
+        "time of precise sin / native sin, on [-pi,pi]", precise_over_native, source_ratio=10.0)
     summary_extra = ("max_ulp", "mean_ulp", "bound_ulp")
 
     def __init__(self, ctx: Any, items: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,

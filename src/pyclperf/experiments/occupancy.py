@@ -18,15 +18,35 @@ from .. import _core
 from ..theory.limits import (CANNOT_KNOW, NVIDIA_SM, estimate, nv_compute_capability, parse_registers,
                       verbose_build_options)
 from ..device.program import LocalMemory
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import FLOAT, check_copy, whole_groups
 from .base import Check, Experiment, Launch, noise_note
+from .claims import Claim, Figure, NotMeasured, geometric_mean, pooled, rows_for
 
 TARGETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # work-groups per compute unit to force
 WORK_GROUP_SIZES = (64, 256)
 GUARD_ELEMENTS = 4096
 ALIGN = 16  # dynamic local sizes are rounded down to this many bytes
 GUIDE_KNEE_PCT = 50.0  # Guide 4.4/4.5: above ~50% occupancy little more is gained
+
+
+def full_over_half(results: Results) -> Figure:
+    """Per work-group size, bandwidth at the highest occupancy over the point nearest 50%
+    (nearest half the most work-groups per compute unit where occupancy is not known)."""
+    rows = rows_for(results)
+    axis = "occupancy_pct" if any(r.get("occupancy_pct") is not None for r in rows) else "groups_per_cu"
+    found = []
+    for size in sorted({r["local_size"] for r in rows}):
+        mine = [r for r in rows if r["local_size"] == size and r.get(axis) is not None]
+        if len(mine) < 2:
+            continue
+        top = max(mine, key=lambda r: r[axis])
+        half = GUIDE_KNEE_PCT if axis == "occupancy_pct" else top[axis] / 2
+        mid = min((r for r in mine if r is not top), key=lambda r: abs(r[axis] - half))
+        found.append(pooled([top], "gbps") / pooled([mid], "gbps"))
+    if not found:
+        raise NotMeasured("no work-group size verified at two occupancies")
+    return geometric_mean(found)
 
 
 class Occupancy(Experiment):
@@ -36,6 +56,10 @@ class Occupancy(Experiment):
     order = 160
     title = "Occupancy forced down by dynamic local memory"
     guide = "Guide 4.1-4.5 (occupancy; effects of shared memory); Quasar 9.7"
+    claim = Claim(
+        "beyond about half occupancy, more occupancy gains little",
+        "Guide 4.5 (in words)", "bandwidth at the highest occupancy / at about 50%",
+        full_over_half, direction=0)
     size_arg, values_arg, local_size_arg = "items", "targets", None
 
     def __init__(self, ctx: Any, items: int | None = None, targets: Sequence[int] | None = None,

@@ -33,12 +33,13 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import random_bytes
-from ..measure.results import OK, SKIPPED
+from ..measure.results import OK, SKIPPED, Results
 from ..device.sources import kernel_source
 from ..measure.stats import KiB, MiB
 from ..measure.sweep import timed_row, verdict
 from ._transfer import sizes_up_to
 from .base import Sweep, noise_note
+from .claims import Claim, Figure, largest, ratio
 
 COPY = "opencl copy"
 KERNEL = "opencl kernel"
@@ -63,6 +64,13 @@ def peer_of(ctx: Any) -> Any:
     return (later or same or [None])[0]
 
 
+def copy_over_staged(results: Results) -> Figure:
+    """The shared context's copy over staging through the host, A to B, at the largest size."""
+    top = largest(results, "size_bytes", path=COPY, direction="A->B")
+    return ratio(results, "gbps", {"path": COPY, "direction": "A->B", "size_bytes": top},
+                 {"path": STAGED, "direction": "A->B", "size_bytes": top})
+
+
 class P2P(Sweep):
     id = "p2p"
     description = ("copies between two GPUs of one host, both ways, over a size sweep, every copy "
@@ -72,6 +80,11 @@ class P2P(Sweep):
     x = "size_bytes"
     x_label = "copy size (bytes)"
     guide = "GPU-to-GPU transfers"
+    claim = Claim(
+        "a copy between two GPUs need not pass through host memory",
+        "no document figure: the device pair's own paths",
+        "bandwidth of the shared-context copy / staged through host (A->B, largest size)",
+        copy_over_staged, kind="property")
     plot = {"kind": "modes", "group": "mode", "logx": True, "logy": True}
     size_arg, values_arg, local_size_arg = "max_bytes", "sizes", None
 

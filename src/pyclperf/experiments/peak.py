@@ -8,13 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..measure.results import OK, SKIPPED
+from ..measure.results import OK, SKIPPED, Results
 from .base import Sweep
+from .claims import Claim, Figure, meta_number
 
 CEILINGS = {
     "dram": "device memory: clock x 2 (DDR) x bus width / 8",
     "pcie": "PCIe link, per direction: GT/s x lanes x encoding / 8",
 }
+
+
+GUIDE_PEAK_GBPS = 141.6  # Guide 2.2.1: GTX 280, 1107 MHz DDR on a 512-bit bus
+
+
+def peak_over_guide(results: Results) -> Figure:
+    """This device's theoretical DRAM bandwidth over the Guide's GTX 280."""
+    return Figure.of(meta_number(results, "peak_gbps") / GUIDE_PEAK_GBPS)
 
 
 class PeakExperiment(Sweep):
@@ -25,6 +34,10 @@ class PeakExperiment(Sweep):
     x = "ceiling"
     x_label = "ceiling"
     guide = "Guide 2.2.1; GPU.md (PCIe)"
+    claim = Claim(
+        "theoretical bandwidth is memory clock x 2 x bus width; a GTX 280 gets 141.6 GB/s",
+        "Guide 2.2.1 (GTX 280)", "theoretical DRAM bandwidth / 141.6 GB/s", peak_over_guide,
+        kind="property")
     plot = None
     # No knobs: the user's figures reach it through the engine's ``peak``.
     size_arg = values_arg = local_size_arg = None

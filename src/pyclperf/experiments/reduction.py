@@ -33,11 +33,14 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close, gamma, poison_device
-from ..measure.results import OK, SKIPPED
+from ..measure.results import OK, SKIPPED, Results
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, default_groups, pick, probe_build, tree_local_size
 from .base import Check, Experiment, Launch, noise_note
+from .claims import Claim, Figure, ratio
 
-VARIANTS = ("tree", "subgroup", "atomic")
+# The labels the claim below names its rows by (the rows' ``variant``).
+TREE, SUBGROUP, ATOMIC = "tree", "subgroup", "atomic"
+VARIANTS = (TREE, SUBGROUP, ATOMIC)
 
 PROBE = """
 #if !defined(cl_khr_subgroups) && !defined(__opencl_c_subgroups)
@@ -59,6 +62,10 @@ def subgroup_options(ctx: Any) -> tuple[str | None, str]:
     return probe_build(ctx, PROBE, "probe", SUBGROUP_NEEDS, "sub-groups")
 
 
+def tree_over_subgroup(results: Results) -> Figure:
+    return ratio(results, "median_ns", {"variant": TREE}, {"variant": SUBGROUP})
+
+
 class Reduction(Experiment):
     id = "reduction"
     description = ("a float sum by a local-memory tree, `sub_group_reduce_add` where sub-groups exist, "
@@ -69,6 +76,9 @@ class Reduction(Experiment):
     x = "variant"
     x_label = "variant"
     guide = "Quasar 9.2.3.3 (parallel reduction), 9.8 (warp shuffles)"
+    claim = Claim(
+        "sub-group (warp) reductions beat a tree in local memory",
+        "Quasar 9.2.3.3, 9.8 (in words)", "time of tree / subgroup", tree_over_subgroup)
     plot = {"kind": "bars", "label": "variant"}
     size_arg, values_arg = "items", None  # items = floats summed
 
@@ -95,7 +105,7 @@ class Reduction(Experiment):
         self.program = ctx.program(file="reduction.cl", defines={"WG": self.local_size})
         # Probed now, built at its point: a failing build is that point's status, not a crash.
         self.subgroup_options, self.subgroup_note = (
-            subgroup_options(ctx) if "subgroup" in self.variants else (None, "not requested"))
+            subgroup_options(ctx) if SUBGROUP in self.variants else (None, "not requested"))
         self.data = ctx.buffer(self.items * FLOAT)
         self.partial = ctx.buffer(self.groups * FLOAT)
         self.total = ctx.buffer(FLOAT)
@@ -110,7 +120,7 @@ class Reduction(Experiment):
 
     def kernel(self, variant: str) -> Any:
         """The variant's kernel, unbound (None for sub-groups where the device has none)."""
-        if variant == "subgroup":
+        if variant == SUBGROUP:
             if self.subgroup_options is None:
                 return None
             program = self.ctx.program(file="reduction.cl", options=self.subgroup_options,
@@ -136,7 +146,7 @@ class Reduction(Experiment):
             return private + int(math.log2(wg)) + self.groups
         # A sub-group reduction's order is unspecified: count it as linear, twice (the
         # sub-groups' own sums, then their combination) plus the combining loop.
-        combine = int(math.log2(wg)) if variant == "tree" else 3 * wg
+        combine = int(math.log2(wg)) if variant == TREE else 3 * wg
         return private + combine + second + combine
 
     def reset(self) -> None:

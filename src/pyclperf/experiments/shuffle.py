@@ -32,13 +32,16 @@ import numpy as np
 from .. import _core
 from ..device.devices import build_std, missing
 from ..measure.checks import compare_close, gamma, poison_device
-from ..measure.results import OK, SKIPPED
+from ..measure.results import OK, SKIPPED, Results
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, floats_to_sum, pick, tree_local_size
 from .base import Check, Experiment, Launch, noise_note
+from .claims import Claim, Figure, ratio
 
 # variant -> the defines to try, in order (shuffle: the Khronos extension, then Intel's).
+# The labels the claim below names its rows by (the rows' ``variant``).
+TREE, SHUFFLE = "tree", "shuffle"
 VARIANTS: dict[str, tuple[str, ...]] = {
-    "tree": ("TREE",), "shuffle": ("SHUFFLE_KHR", "SHUFFLE_INTEL"),
+    TREE: ("TREE",), SHUFFLE: ("SHUFFLE_KHR", "SHUFFLE_INTEL"),
     "subgroup": ("SUBGROUP",), "workgroup": ("WORKGROUP",),
 }
 
@@ -46,8 +49,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 # What each variant's built-ins need the device to claim (devices.missing): a driver may
 # compile them on a device that claims none of it, and then compute wrong sums.
 NEEDS = {
-    "tree": {},
-    "shuffle": {"cl_khr_subgroup_shuffle|cl_intel_subgroups": "sub-group shuffles"},
+    TREE: {},
+    SHUFFLE: {"cl_khr_subgroup_shuffle|cl_intel_subgroups": "sub-group shuffles"},
     "subgroup": {"cl_khr_subgroups|__opencl_c_subgroups|cl_intel_subgroups": "sub-groups"},
     "workgroup": {"__opencl_c_work_group_collective_functions": "work-group collective functions"},
 }
@@ -56,9 +59,13 @@ NEEDS = {
 def build_tries(info: Any, variant: str) -> list[str]:
     """Build options to try for a variant: the tree needs none; the others need OpenCL C 2.0 or
     later for their built-ins, tried only in the versions the device claims."""
-    if variant == "tree":
+    if variant == TREE:
         return [""]
     return build_std(info) + [""]
+
+
+def tree_over_shuffle(results: Results) -> Figure:
+    return ratio(results, "median_ns", {"variant": TREE}, {"variant": SHUFFLE})
 
 
 class Shuffle(Experiment):
@@ -71,6 +78,9 @@ class Shuffle(Experiment):
     x = "variant"
     x_label = "variant"
     guide = "Quasar 9.8 (warp shuffles, cooperative groups)"
+    claim = Claim(
+        "warp shuffles sum a work-group faster than a tree in local memory",
+        "Quasar 9.8 (in words)", "time of tree / shuffle", tree_over_shuffle)
     plot = {"kind": "bars", "label": "variant"}
     size_arg, values_arg = "items", None
 
@@ -130,7 +140,7 @@ class Shuffle(Experiment):
         return how if kernel is None else None
 
     def chain(self, variant: str) -> int:
-        return int(math.log2(self.local_size)) if variant == "tree" else self.local_size
+        return int(math.log2(self.local_size)) if variant == TREE else self.local_size
 
     def launch(self, point: dict[str, Any]) -> Launch:
         kernel, how = self.build(point["variant"])
@@ -158,7 +168,7 @@ class Shuffle(Experiment):
         ok = [r for r in results.rows if r.get("status") == OK]
         skipped = "".join(f"; {r['variant']} skipped ({r['error']})"
                           for r in results.rows if r.get("status") == SKIPPED)
-        tree = next((r for r in ok if r["variant"] == "tree"), None)
+        tree = next((r for r in ok if r["variant"] == TREE), None)
         parts = [f"{r['variant']} {r['gbps']:.1f} GB/s{noise_note(r)}"
                  + (f" ({tree['median_ns'] / r['median_ns']:.2f}x the tree's speed)" if tree and r is not tree else "")
                  + f", max relative error {r['max_rel_error']:.1e} (bound {r['rel_bound']:.1e})"

@@ -22,12 +22,15 @@ import numpy as np
 from .. import _core
 from ..measure.checks import compare
 from ..theory.limits import parse_registers, verbose_build_options
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, pick, positive, round_trip, table
 from .base import Check, Experiment, Launch, noise_note
+from .claims import Claim, Figure, largest, ratio
 
 SIZES = (4, 8, 16, 32, 64)
-VARIANTS = ("unrolled", "dynamic")
+# The labels the claim below names its rows by (the rows' ``variant``).
+UNROLLED, DYNAMIC = "unrolled", "dynamic"
+VARIANTS = (UNROLLED, DYNAMIC)
 C = 2.0  # the added constant: an integer, so the sums stay exact
 _STACK = re.compile(r"(\d+)\s+bytes stack frame")
 
@@ -46,6 +49,13 @@ def stack_bytes(build_log: str, kernel: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def unrolled_over_dynamic(results: Results) -> Figure:
+    """Updates per second unrolled over dynamically indexed, at the longest verified array."""
+    longest = largest(results, "length", variant=DYNAMIC)
+    return ratio(results, "gupdates", {"variant": UNROLLED, "length": longest},
+                 {"variant": DYNAMIC, "length": longest})
+
+
 class Spill(Experiment):
     id = "spill"
     description = ("a private float array of 4..64 elements indexed at run time (off-chip) vs "
@@ -56,6 +66,10 @@ class Spill(Experiment):
     x = "length"
     x_label = "private array length (floats)"
     guide = "Guide 3.2.3 (CUDA local memory: off-chip, uncached), 3.2.6.1 (register pressure)"
+    claim = Claim(
+        "a dynamically indexed private array goes to slow off-chip memory",
+        "Guide 3.2.3 (in words: local memory is off-chip and uncached)",
+        "speed unrolled / dynamically indexed, at the longest array", unrolled_over_dynamic)
     plot = {"kind": "lines", "y": "gupdates", "ylabel": "updates per second (G, median)",
             "group": "variant", "logx": True}
     size_arg, values_arg = "items", "sizes"
@@ -124,7 +138,7 @@ class Spill(Experiment):
         ok = {(r["variant"], r["length"]): r for r in results.rows if r.get("status") == OK}
         parts, ratios = [], {}
         for n in self.sizes:
-            dyn, unr = ok.get(("dynamic", n)), ok.get(("unrolled", n))
+            dyn, unr = ok.get((DYNAMIC, n)), ok.get((UNROLLED, n))
             if dyn and unr:
                 ratios[n] = unr["gupdates"] / dyn["gupdates"]
                 regs = f", {unr['registers']} vs {dyn['registers']} registers" if unr.get("registers") else ""

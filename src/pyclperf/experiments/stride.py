@@ -4,7 +4,21 @@ Figure 3.9; Slides saxpy_with_stride; kernels/copy.cl)."""
 from __future__ import annotations
 
 from .. import _core
+from ..measure.results import Results
 from ._copy import CopyPattern, fit_items
+from .claims import Claim, Figure, NotMeasured, ratio, rows_for
+
+
+WIDEST_STRIDE = 32  # Figure 3.9's range
+
+
+def strided_over_unit(results: Results) -> Figure:
+    """Bandwidth at the largest verified stride up to 32 over stride 1."""
+    far = max((r["stride"] for r in rows_for(results) if r.get("stride") is not None
+               and r["stride"] <= WIDEST_STRIDE), default=None)
+    if far is None:
+        raise NotMeasured(f"no verified stride up to {WIDEST_STRIDE}")
+    return ratio(results, "gbps", {"stride": far}, {"stride": 1})
 
 
 class StrideCopy(CopyPattern):
@@ -16,6 +30,9 @@ class StrideCopy(CopyPattern):
     x = "stride"
     x_label = "stride (floats)"
     guide = "Guide 3.2.1.4, Listing 3.6, Figure 3.9; Slides saxpy_with_stride"
+    claim = Claim(
+        "bandwidth falls as the stride grows", "Guide Fig. 3.9 (in words and a plot)",
+        "bandwidth at the largest stride <= 32 / stride 1", strided_over_unit, direction=-1)
     kernel_name = "stride_copy"
     values = list(range(1, 33)) + [48, 64]
 

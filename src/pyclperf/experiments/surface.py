@@ -24,13 +24,20 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare_ulp, poison_device
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import (FLOAT, by_variant, check_image_side, conclude_variants,
                    image_bytes, no_images_reason, pick)
 from .base import Check, Experiment, Launch, noise_note
+from .claims import Claim, Figure, ratio
 
-VARIANTS = ("global", "image", "image, next launch")
+# The labels the claim below names its rows by (the rows' ``variant``).
+GLOBAL, IMAGE, IMAGE_NEXT = "global", "image", "image, next launch"
+VARIANTS = (GLOBAL, IMAGE, IMAGE_NEXT)
 TILE = (16, 16)
+
+
+def image_over_global(results: Results) -> Figure:
+    return ratio(results, "gbps", {"variant": IMAGE}, {"variant": GLOBAL})
 
 
 class Surface(Experiment):
@@ -42,6 +49,10 @@ class Surface(Experiment):
     x = "variant"
     x_label = "variant"
     guide = "Quasar 9.6 (surface writes), Guide 3.2.4 (image writes seen from the next launch)"
+    claim = Claim(
+        "kernels may write results through an image as well as through global stores",
+        "Quasar 9.6 (in words: surface writes as an alternative)",
+        "bandwidth of image writes / global stores, about 1", image_over_global, direction=0)
     plot = {"kind": "bars", "label": "variant"}
     size_arg, values_arg, local_size_arg = "side", None, None
 
@@ -66,17 +77,17 @@ class Surface(Experiment):
         return [{"variant": v} for v in self.variants]
 
     def skip(self, point: dict[str, Any]) -> str | None:
-        return no_images_reason(self.ctx) if point["variant"] != "global" and self.img is None else None
+        return no_images_reason(self.ctx) if point["variant"] != GLOBAL and self.img is None else None
 
     def launch(self, point: dict[str, Any]) -> Launch:
         w = np.int32(self.side)
         g = (self.side, self.side)
         n = self.side * self.side
-        if point["variant"] == "global":
+        if point["variant"] == GLOBAL:
             steps = [(self.program.kernel("store_global").set_args(self.src, w, self.dst), g, TILE)]
         else:
             steps = [(self.program.kernel("store_image").set_args(self.src, w, self.img), g, TILE)]
-            if point["variant"] == "image, next launch":
+            if point["variant"] == IMAGE_NEXT:
                 steps.append((self.program.kernel("load_image").set_args(self.img, w, self.dst), g, TILE))
         return Launch(steps, 2 * FLOAT * n * len(steps), columns={"launches": len(steps), "texels": n},
                       rates={"gtexels_per_s": n})
@@ -90,7 +101,7 @@ class Surface(Experiment):
             self.img.write(poisoned)
         launch.run()
         got = np.empty_like(x)
-        if point["variant"] == "image":
+        if point["variant"] == IMAGE:
             self.img.read(got)
         else:
             self.dst.read(got)
@@ -100,11 +111,11 @@ class Surface(Experiment):
 
     def finish(self, results: Any) -> None:
         rows, ok = by_variant(results)
-        base = rows.get("global")
+        base = rows.get(GLOBAL)
         parts = [f"{r['variant']} {r['gbps']:.1f} GB/s{noise_note(r)}"
                  + (f" ({r['gbps'] / base['gbps']:.2f}x global)" if base and base.get("status") == OK
                     and r is not base else "") for r in ok]
-        nxt = rows.get("image, next launch")
+        nxt = rows.get(IMAGE_NEXT)
         if nxt is not None and nxt.get("status") == OK:
             parts.append("the texels one launch wrote were all there for the next")
         conclude_variants(results, parts, (

@@ -16,10 +16,11 @@ import numpy as np
 from .. import _core
 from ..measure.checks import compare_close, max_abs_error, poison_device
 from ..device.program import ceil_to
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import (DEFAULT_LOCAL_SIZE, EPS32, FLOAT, check_image_side, image_bytes, no_images_reason,
                    pick, positive)
 from .base import Check, Experiment, Launch
+from .claims import Claim, Figure, ratio
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,16 @@ def nearest_either_side(img: np.ndarray, u: np.ndarray, v: np.ndarray, addressin
     return np.stack([img[np.ix_(j, i)] for j in (lo_j, hi_j) for i in (lo_i, hi_i)])
 
 
+# The variants the claim compares (their ``name`` is the rows' ``variant``).
+MANUAL_LINEAR = TexVariant("global", "linear", "clamp_to_edge")
+SAMPLER_LINEAR = TexVariant("image", "linear", "clamp_to_edge")
+
+
+def manual_over_sampler(results: Results) -> Figure:
+    return ratio(results, "median_ns", {"variant": MANUAL_LINEAR.name},
+                 {"variant": SAMPLER_LINEAR.name})
+
+
 class Texture(Experiment):
     id = "texture"
     description = ("nearest and linear resampling, clamp and repeat, through an image sampler vs by hand"
@@ -113,6 +124,10 @@ class Texture(Experiment):
     x = "variant"
     x_label = "variant"
     guide = "Quasar 9.3 (hardware texturing, Geforce 435M); Guide 3.2.4"
+    claim = Claim(
+        "hardware texture interpolation beats interpolating by hand from global memory",
+        "Quasar 9.3 (GeForce 435M): 2-D linear, manual 156 ms vs sampler 109 ms",
+        "time of global / image (linear, clamp)", manual_over_sampler, source_ratio=156.0 / 109.0)
     plot = {"kind": "bars", "label": "variant"}
     size_arg, values_arg = "width", None
 

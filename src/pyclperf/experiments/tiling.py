@@ -9,11 +9,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ..measure.sweep import timed_row, verdict
 from ._kit import is_nvidia
 from ._product import Product, Variant, fit_square
 from .base import noise_note
+from .claims import Claim, Figure, ratio
 
 
 REFERENCE = "cupy.matmul"
@@ -53,6 +54,13 @@ def time_reference(cupy: Any, a: np.ndarray, b: np.ndarray,
     return 1e9 * np.asarray(timing.batch_per_launch_s), (ref.verified, ref.detail), timing.how
 
 
+TILED, TWO_OUTPUTS = "tiled", "two outputs"
+
+
+def two_outputs_over_tiled(results: Results) -> Figure:
+    return ratio(results, "gflops", {"variant": TWO_OUTPUTS}, {"variant": TILED})
+
+
 class Tiling(Product):
     """Square C = A B (n x n) with the tiled kernel and the Tradeoffs slides' variants."""
 
@@ -62,11 +70,15 @@ class Tiling(Product):
     order = 120
     title = "Tiled matrix multiply: work per item, prefetching, unrolling (Tradeoffs)"
     guide = "Tradeoffs (tiled matrix multiply, unrolling, prefetch, tile workload); Guide 3.2.2"
+    claim = Claim(
+        "giving each work-item more outputs speeds up a tiled matrix product",
+        "Tradeoffs, tile workload (in words)", "GFLOP/s of two outputs / tiled",
+        two_outputs_over_tiled)
     kernel_file = "tiling.cl"
     plot = {"kind": "bars", "label": "variant", "value": "gflops", "xlabel": "GFLOP/s"}
     variants = (
-        Variant("tiled", "tiled", source="baseline: A and B tiles in local memory"),
-        Variant("two outputs", "two_outputs", source="tile workload: 2 outputs per work-item",
+        Variant(TILED, "tiled", source="baseline: A and B tiles in local memory"),
+        Variant(TWO_OUTPUTS, "two_outputs", source="tile workload: 2 outputs per work-item",
                 columns_per_item=2),
         Variant("prefetch", "prefetch_next", source="prefetch the next tile into registers"),
         Variant("unrolled", "tiled", (("UNROLL", 1),), source="inner loop fully unrolled"),

@@ -13,10 +13,20 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare, poison_device
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ..measure.sweep import host_clock_columns, timed_row, timing_label, verdict
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, positive, whole_groups
 from .base import Sweep
+from .claims import Claim, Figure, meta_number
+
+
+GUIDE_RESOLUTION_NS = 500.0  # Guide 2.1.2: the GPU timer resolves about half a microsecond
+
+
+def timer_resolution(results: Results) -> Figure:
+    """The device's profiling timer resolution over the Guide's."""
+    return Figure.of(meta_number(results, "device", "profiling_timer_resolution_ns")
+                     / GUIDE_RESOLUTION_NS)
 
 
 class Timers(Sweep):
@@ -28,6 +38,9 @@ class Timers(Sweep):
     x = "items"
     x_label = "work-items (floats copied)"
     guide = "Guide 2.1.1, 2.1.2"
+    claim = Claim(
+        "event timestamps resolve about half a microsecond", "Guide 2.1.2 (G80/GT200 GPUs)",
+        "profiling timer resolution / 0.5 us", timer_resolution, direction=-1, kind="property")
     plot = {"kind": "columns", "columns": {"median_ns": timing_label("events"),
                                            "host_median_ns": timing_label("host")},
             "ylabel": "median time (ns)", "logx": True, "logy": True}

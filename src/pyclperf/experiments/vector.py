@@ -18,9 +18,10 @@ import numpy as np
 from .. import _core
 from ..measure.checks import compare, poison_device, random_bytes
 from ..measure.stats import GiB, MiB
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, is_nvidia, pick, positive
 from .base import Check, Experiment, Launch, noise_note
+from .claims import Claim, Figure, ratio
 
 
 @dataclass(frozen=True)
@@ -46,16 +47,22 @@ COPIES = tuple(
     for element, width in (("float", 1), ("float2", 2), ("float4", 4), ("float8", 8), ("float16", 16))
     for k in (1, 2, 4)
 )
+# The variants' labels (the rows' ``variant``); the claim below names its rows through them.
+REVERSE_CHAR, REVERSE_CHAR16, REVERSE_UINT16 = "reverse uchar", "reverse uchar16", "reverse uint16"
 REVERSALS = (
-    Variant("reverse uchar", "reverse", "uchar", 1),
-    Variant("reverse uchar16", "reverse", "uchar16", 16),
-    Variant("reverse uint16", "reverse", "uint16", 64),
+    Variant(REVERSE_CHAR, "reverse", "uchar", 1),
+    Variant(REVERSE_CHAR16, "reverse", "uchar16", 16),
+    Variant(REVERSE_UINT16, "reverse", "uint16", 64),
 )
 VARIANTS = {v.name: v for v in COPIES + REVERSALS}
 
 
 def _largest_power_of_two(limit: int) -> int:
     return 1 << (int(limit).bit_length() - 1)
+
+
+def char_over_uint16(results: Results) -> Figure:
+    return ratio(results, "median_ns", {"variant": REVERSE_CHAR}, {"variant": REVERSE_UINT16})
 
 
 class VectorWidth(Experiment):
@@ -68,6 +75,10 @@ class VectorWidth(Experiment):
     x = "variant"
     x_label = "variant"
     guide = "Reverse (byte-reverse kernels); Guide 3.2.1"
+    claim = Claim(
+        "moving 64 bytes per work-item reverses a byte buffer far faster than one",
+        "Reverse (9600 GT): char 26.0 ms -> uint16 1.48 ms",
+        "time of reverse uchar / reverse uint16", char_over_uint16, source_ratio=26.0 / 1.48)
     plot = {"kind": "bars", "label": "variant"}
     size_arg, values_arg = "nbytes", None  # bytes per buffer
 

@@ -30,9 +30,10 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare, poison_device
-from ..measure.results import OK
+from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, check_alloc, pick, positive
 from .base import Check, Experiment, Launch, noise_note
+from .claims import Claim, Figure, NotMeasured, pooled, rows_for
 
 KINDS = ("read", "copy", "chase")
 SMALLEST = 4 << 10
@@ -78,6 +79,21 @@ def read_reference(words: np.ndarray, grid: int, iters: int) -> np.ndarray:
     return (sums % (1 << 32)).astype(np.uint32)
 
 
+def latency(results: Results, size: int) -> Figure:
+    """Time per dependent load (median over steps) of the chase over ``size`` bytes."""
+    rows = [{**r, "latency_ns": r["median_ns"] / r["steps"]}
+            for r in rows_for(results, kind="chase", size=size) if r.get("steps")]
+    return pooled(rows, "latency_ns")
+
+
+def largest_over_smallest(results: Results) -> Figure:
+    """Latency per dependent load at the largest working set over the smallest."""
+    sizes = sorted(r["size"] for r in rows_for(results, kind="chase"))
+    if len(sizes) < 2:
+        raise NotMeasured("fewer than two chase sizes verified")
+    return latency(results, sizes[-1]) / latency(results, sizes[0])
+
+
 class WorkingSet(Experiment):
     id = "workingset"
     description = ("read and copy bandwidth and dependent-load latency against working-set size, "
@@ -88,6 +104,11 @@ class WorkingSet(Experiment):
     x = "size"
     x_label = "working set (bytes)"
     guide = "Guide 3.2 Table 3.1, 5.1.1 (global memory uncached, 400-600 cycles)"
+    claim = Claim(
+        "global memory is uncached: an access costs the same whatever the working set",
+        "Guide 3.2 Table 3.1, 5.1.1: 400-600 cycles per access, no cache",
+        "dependent-load latency at the largest working set / the smallest", largest_over_smallest,
+        direction=0)
     plot = {"kind": "lines", "y": "gbps", "ylabel": "GB/s (chase: 4 bytes per dependent load)",
             "group": "kind", "logx": True, "logy": True,
             "vlines": {"CL_DEVICE_GLOBAL_MEM_CACHE_SIZE": "global_mem_cache_bytes"}}

@@ -1,11 +1,14 @@
-"""The source documents' own figures, each beside the same figure on this device, and the
-guide's verdict on whether the documents' claim holds here.
+"""The source documents' claims, each beside the same figure on this device, and the guide's
+verdict on whether the claim holds here. Each experiment states its claim on its own class
+(pyclperf.experiments.claims): the words, the source, the criterion and how its rows give the
+figure; this module judges it.
 
 Every figure is a ratio of two measurements the source gives (a speed-up, a slowdown), because
 a 2009 GPU's absolute GB/s says nothing about today's; the same ratio is computed from this
-device's verified rows. Absolute figures (a peak, a timer resolution) are shown as a ratio but
-get no verdict: they describe hardware, not an effect. Sources: each experiment's ``guide``
-attribute names its section of the documents it reproduces.
+device's verified rows. Figures of the device itself (a peak, a timer resolution: claims of
+kind "property") are shown as a ratio but get no verdict: they describe hardware, not an
+effect. Sources: each experiment's ``guide`` attribute names its section of the documents it
+reproduces.
 
 The verdict rule, the same for every experiment. Let e = ln(ratio), so 2x faster and 2x
 slower are equally large effects, and let the source's effect be e_s, this device's e_d:
@@ -17,173 +20,167 @@ slower are equally large effects, and let the source's effect be e_s, this devic
 Where a source states only a direction ("bandwidth falls as stride grows"), e_s is that sign and
 the size test is dropped: "holds" beyond 10% that way, "changed" within 10%, "reversed" beyond
 10% the other way.
+
+Where a source says there is no effect ("beyond 50% occupancy little is gained", "global memory
+is uncached, so the working set does not matter"), the claim's direction is 0: "holds" within
+10% of no effect, "changed" beyond it either way.
+
+The uncertainty: each figure carries a 95% interval from the spread of the rows' launches
+(pyclperf.experiments.claims says how). The verdict is the rule's at the figure itself; where
+the rule gives another verdict somewhere in the interval, the interval straddles a boundary and
+the reason says which, so a verdict that a rerun could flip is never stated bare.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from ..measure.results import OK, Results
+from ..experiments.claims import Claim, Figure, Unmeasured, claim_of
+from ..measure.results import SKIPPED, Results
 
 NO_EFFECT = math.log(1.1)
 HOLDS, CHANGED, REVERSED = "holds", "changed", "reversed"
+PROPERTY, NOT_RUN, NOT_MEASURED = "device property", "not run", "not measured"
+VERDICTS = (HOLDS, CHANGED, REVERSED, PROPERTY, NOT_RUN, NOT_MEASURED)
 
 
-@dataclass(frozen=True)
-class SourceFigure:
-    experiment: str
-    source: str        # what the document says, with its device
-    what: str          # the ratio, in words (both for the source and this device)
-    ratio: float | None  # the source's ratio; None where it states a direction only, or for an
-    # absolute figure (whose ``measure`` already divides this device's figure by the source's)
-    direction: int     # +1: the ratio is expected above 1; -1: below 1
-    measure: Callable[[Results], float | None]  # this device's ratio; None where it cannot be had
-    absolute: bool = False  # a hardware figure: a ratio is shown, no verdict
-    # Where the record names its own source figure (another tool's on the same device): the
-    # metadata key holding that figure's description, shown instead of ``source``.
-    source_key: str | None = None
-
-
-def _ok(results: Results) -> Any:
-    df = results.df
-    return df[df["status"] == OK] if "status" in df else df.iloc[0:0]
-
-
-def _value(results: Results, column: str, metric: str, value: Any) -> float | None:
-    rows = _ok(results)
-    if column not in rows or metric not in rows:
-        return None
-    hit = rows[rows[column].astype(str) == str(value)]
-    return float(hit[metric].median()) if not hit.empty else None
-
-
-def _ratio(results: Results, column: str, metric: str, top: Any, bottom: Any) -> float | None:
-    a, b = _value(results, column, metric, top), _value(results, column, metric, bottom)
-    return a / b if a is not None and b else None
-
-
-def _largest_stride_ratio(results: Results) -> float | None:
-    rows = _ok(results)
-    if rows.empty or "stride" not in rows:
-        return None
-    far = rows[rows["stride"] <= 32]["stride"].max()
-    return _ratio(results, "stride", "gbps", far, 1)
-
-
-def _histogram(results: Results) -> float | None:
-    return _ratio(results, "variant", "median_ns", "global / uniform", "local / uniform")
-
-
-def _meta_ratio(path: tuple[str, ...], reference: float) -> Callable[[Results], float | None]:
-    """A number found at ``path`` in the record's metadata, over ``reference``."""
-    def measure(results: Results) -> float | None:
-        v: Any = results.meta
-        for k in path:
-            v = v.get(k) if isinstance(v, dict) else None
-        return float(v) / reference if isinstance(v, (int, float)) and v else None
-    return measure
-
-
-FIGURES: dict[str, SourceFigure] = {f.experiment: f for f in (
-    SourceFigure("timers", "Guide 2.1: GPU timer resolution about 0.5 µs",
-                 "profiling timer resolution / 0.5 µs", None, -1,
-                 _meta_ratio(("device", "profiling_timer_resolution_ns"), 500.0), absolute=True),
-    SourceFigure("peak", "Guide 2.2.1: GTX 280, 1107 MHz x 512 bit -> 141.6 GB/s",
-                 "theoretical bandwidth / 141.6 GB/s", None, +1, _meta_ratio(("peak_gbps",), 141.6),
-                 absolute=True),
-    SourceFigure("transfer", "Guide 3.1: pinned > 5 GB/s; Reverse (9600 GT): pageable H2D 2.27 GB/s",
-                 "H2D pinned / H2D pageable bandwidth", 5.0 / 2.27, +1,
-                 lambda r: _ratio(r, "mode", "gbps", "h2d pinned direct", "h2d pageable direct")),
-    SourceFigure("offset", "Guide Fig. 3.7 (8800 GTX): ~7 GB/s misaligned vs ~74 GB/s aligned",
-                 "bandwidth at offset 1 / offset 0", 7.0 / 74.0, -1,
-                 lambda r: _ratio(r, "offset", "gbps", 1, 0)),
-    SourceFigure("stride", "Guide Fig. 3.9: bandwidth falls as the stride grows",
-                 "bandwidth at the largest stride <= 32 / stride 1", None, -1, _largest_stride_ratio),
-    SourceFigure("vector", "Reverse (9600 GT): char 26.0 ms -> uint16 1.48 ms",
-                 "time of reverse uchar / reverse uint16", 26.0 / 1.48, +1,
-                 lambda r: _ratio(r, "variant", "median_ns", "reverse uchar", "reverse uint16")),
-    # Not a 2009 document's figure but another tool's on this same device, where one is on
-    # record (reference/tool_figures.json, or the experiment's reference_read_gbps=), so absolute.
-    SourceFigure("bandwidth", "no other tool's read figure on record for this device",
-                 "best verified read / the other tool's read", None, +1,
-                 _meta_ratio(("read_over_reference",), 1.0), absolute=True,
-                 source_key="reference_source"),
-    SourceFigure("matmul", "Guide Table 3.2 (GTX 280): simple 8.8 GB/s, A and B tiles 29.7 GB/s",
-                 "bandwidth of local A+B / simple", 29.7 / 8.8, +1,
-                 lambda r: _ratio(r, "variant", "gbps", "local A+B", "simple")),
-    SourceFigure("aat", "Guide Table 3.3 (GTX 280): simple 1.1 GB/s, padded tile 30.3 GB/s",
-                 "bandwidth of padded tile / simple", 30.3 / 1.1, +1,
-                 lambda r: _ratio(r, "variant", "gbps", "padded tile", "simple")),
-    SourceFigure("banks", "Guide 3.2.2.1: a 2-way bank conflict doubles the access time",
-                 "time at stride 2 / stride 1 (plain layout)", 2.0, +1,
-                 lambda r: _banks(r)),
-    SourceFigure("constant", "Quasar 9.1 (GTX 980): global 513 ms, f in constant memory 132 ms",
-                 "time of global / f constant", 513.0 / 132.0, +1,
-                 lambda r: _ratio(r, "variant", "median_ns", "global", "f constant")),
-    SourceFigure("texture", "Quasar 9.3 (GeForce 435M): 2-D linear, manual 156 ms vs sampler 109 ms",
-                 "time of global / image (linear, clamp)", 156.0 / 109.0, +1,
-                 lambda r: _ratio(r, "variant", "median_ns", "global linear clamp_to_edge",
-                                  "image linear clamp_to_edge")),
-    SourceFigure("rgba", "Quasar 9.6 (GTX 780M): wavelet step, global arrays 513 ms, 4-component "
-                 "texture reads and surface writes 176 ms", "time of wavelet interleaved / wavelet "
-                 "rgba float image", 513.0 / 176.0, +1,
-                 lambda r: _ratio(r, "variant", "median_ns", "wavelet interleaved",
-                                  "wavelet rgba float image")),
-    SourceFigure("math", "Guide 5.1.4: native functions ~10x faster than the precise ones",
-                 "time of precise sin / native sin, on [-pi,pi]", 10.0, +1, lambda r: _math(r)),
-    SourceFigure("histogram", "Quasar 9.2 (GTX 980): global atomics 73.7 ms, local histogram 12.8 ms",
-                 "time of global / local (uniform data)", 73.7 / 12.8, +1, _histogram),
-)}
-
-
-def _banks(results: Results) -> float | None:
-    rows = _ok(results)
-    if rows.empty or "layout" not in rows or "slowdown" not in rows:
-        return None
-    hit = rows[(rows["layout"] == "plain") & (rows["stride"] == 2)]
-    return float(hit["slowdown"].median()) if not hit.empty else None
-
-
-def _math(results: Results) -> float | None:
-    rows = _ok(results)
-    if rows.empty or not {"function", "impl", "domain"} <= set(rows.columns):
-        return None
-    sin = rows[(rows["function"] == "sin") & (rows["domain"] == "[-pi,pi]")]
-    precise, native = sin[sin["impl"] == "precise"], sin[sin["impl"] == "native"]
-    if precise.empty or native.empty:
-        return None
-    return float(precise["median_ns"].median()) / float(native["median_ns"].median())
-
-
-def verdict(figure: SourceFigure, device_ratio: float | None) -> str:
+def verdict(claim: Claim, device_ratio: float | None) -> str:
     """"holds", "changed" or "reversed" by the rule in the module docstring; "" where there is no
-    verdict to give (an absolute figure, or no verified rows to compute this device's ratio)."""
-    if figure.absolute or device_ratio is None or not device_ratio > 0:
+    verdict to give (a property of the device, or no ratio from this device)."""
+    if claim.kind == "property" or device_ratio is None or not device_ratio > 0:
         return ""
     e_d = math.log(device_ratio)
-    sign = figure.direction
+    if claim.direction == 0:
+        return HOLDS if abs(e_d) < NO_EFFECT else CHANGED
     if abs(e_d) < NO_EFFECT:
         return CHANGED
-    if (e_d > 0) != (sign > 0):
+    if (e_d > 0) != (claim.direction > 0):
         return REVERSED
-    if figure.ratio is not None and abs(e_d) < abs(math.log(figure.ratio)) / 2:
+    if claim.source_ratio is not None and abs(e_d) < abs(math.log(claim.source_ratio)) / 2:
         return CHANGED
     return HOLDS
 
 
+def _why(claim: Claim, ratio: float, said: str) -> str:
+    """Which part of the rule gave ``said`` for ``ratio``."""
+    e_d = math.log(ratio)
+    if claim.direction == 0:
+        return ("within 10% of no effect, as the source says" if said == HOLDS else
+                "an effect beyond 10% where the source expects none")
+    if said == REVERSED:
+        return "beyond 10% the opposite way to the source's"
+    if said == CHANGED and abs(e_d) < NO_EFFECT:
+        return "within 10% of no effect"
+    if said == CHANGED:
+        return "the source's way, but less than half its effect"
+    return ("at least half the source's effect, its way" if claim.source_ratio is not None
+            else "beyond 10% the way the source says")
+
+
+def judge(claim: Claim, fig: Figure) -> tuple[str, str]:
+    """The verdict on ``fig`` and its reason: the effect, its interval, the source's, which part
+    of the rule decided, and whether the interval straddles a boundary of the rule."""
+    said = verdict(claim, fig.value)
+    text = f"{fig.value:.3g}x"
+    lo, hi = fig.lo, fig.hi
+    text += f" (95% interval {lo:.3g}-{hi:.3g})" if lo is not None and hi is not None else ""
+    if claim.source_ratio is not None:
+        text += f" against the source's {claim.source_ratio:.3g}x"
+    text += f": {_why(claim, fig.value, said)}"
+    if lo is None or hi is None:
+        return said, text + "; the rows keep no spread, so no interval"
+    ends = [verdict(claim, lo), verdict(claim, hi)]
+    others = [v for v in dict.fromkeys(ends) if v != said]
+    if others:
+        text += (f"; the interval straddles the boundary with {' and '.join(others)}, so a rerun "
+                 f"could say {' or '.join(others)}")
+    return said, text
+
+
+def _skip_reason(results: Results) -> str | None:
+    """Why nothing ran, where every row was skipped (p2p with one device, a missing feature)."""
+    rows = results.rows
+    if rows and all(r.get("status") == SKIPPED for r in rows):
+        reasons = list(dict.fromkeys(str(r.get("error") or "no reason given") for r in rows))
+        return "; ".join(reasons[:2])
+    return None
+
+
+def cannot_run(results: Results | None) -> str | None:
+    """The reason the experiment could not run on this device, or None where it ran."""
+    return _skip_reason(results) if results is not None else None
+
+
+def experiment_verdict(cls: Any, results: Results | None, status: str) -> dict[str, Any]:
+    """The experiment's verdict record (GUIDE-INTERFACE): its claim, this device's figure with
+    its interval, and a verdict that is never empty. ``status`` is the guide Outcome's."""
+    claim = claim_of(cls)
+    record: dict[str, Any] = {
+        "experiment": cls.id, "kind": claim.kind if claim else "claim",
+        "claim": claim.claim if claim else "", "source": claim.source if claim else "",
+        "criterion": claim.criterion if claim else "",
+        "source_ratio": claim.source_ratio if claim else None,
+        "device_ratio": None, "ratio_lo": None, "ratio_hi": None}
+    if claim is not None and claim.source_key and results is not None and results.meta.get(claim.source_key):
+        record["source"] = str(results.meta[claim.source_key])
+
+    def done(said: str, reason: str) -> dict[str, Any]:
+        return {**record, "verdict": said, "reason": reason}
+
+    if claim is None:
+        return done(NOT_MEASURED, f"{cls.id} states no claim to test")
+    if status.startswith("not run"):
+        return done(NOT_RUN, status.split(":", 1)[1].strip() if ":" in status
+                    else status[len("not run"):].strip(" ()") or "not run")
+    if results is None:
+        return done(NOT_MEASURED, f"the run {status} and left no rows")
+    skipped = _skip_reason(results)
+    if skipped:
+        return done(NOT_RUN, skipped)
+    try:
+        fig = claim.measure(results)
+    except Unmeasured as exc:
+        note = "" if status == "passed" else f" (the run {status})"
+        return done(NOT_RUN if exc.not_run else NOT_MEASURED, f"{exc}{note}")
+    record.update(device_ratio=fig.value, ratio_lo=fig.lo, ratio_hi=fig.hi)
+    if claim.kind == "property":
+        shown = f"{fig.value:.3g}x" + (f" (95% interval {fig.lo:.3g}-{fig.hi:.3g})"
+                                      if fig.lo is not None and fig.hi is not None else "")
+        return done(PROPERTY, f"{shown}: a figure of this device, shown beside the source's, "
+                              "not an effect to judge")
+    said, reason = judge(claim, fig)
+    if status != "passed":
+        reason += f" (from the rows left by a run that {status})"
+    return done(said, reason)
+
+
 def compare_to_source(results: Results | None, experiment: str) -> dict[str, Any] | None:
-    """The source's figure, this device's, their ratio and the verdict; None where the sources
-    give no figure for the experiment."""
-    figure = FIGURES.get(experiment)
-    if figure is None:
+    """The source's figure, this device's with its interval, their ratio and the verdict ("" for
+    none); None where the experiment states no claim."""
+    from ..experiments import REGISTRY
+
+    cls = REGISTRY.get(experiment)
+    claim = claim_of(cls) if cls is not None else None
+    if claim is None:
         return None
-    mine = figure.measure(results) if results is not None else None
-    source = figure.source
-    if figure.source_key and results is not None and results.meta.get(figure.source_key):
-        source = str(results.meta[figure.source_key])
-    return {"source": source, "what": figure.what, "source_ratio": figure.ratio,
-            "device_ratio": mine,
-            "device_over_source": mine / figure.ratio if mine is not None and figure.ratio else None,
-            "verdict": verdict(figure, mine), "absolute": figure.absolute}
+    fig: Figure | None = None
+    if results is not None:
+        try:
+            fig = claim.measure(results)
+        except Unmeasured:
+            fig = None
+    mine = fig.value if fig is not None else None
+    source = claim.source
+    if claim.source_key and results is not None and results.meta.get(claim.source_key):
+        source = str(results.meta[claim.source_key])
+    return {"source": source, "what": claim.criterion, "source_ratio": claim.source_ratio,
+            "device_ratio": mine, "ratio_lo": fig.lo if fig else None,
+            "ratio_hi": fig.hi if fig else None,
+            "device_over_source": (mine / claim.source_ratio
+                                   if mine is not None and claim.source_ratio else None),
+            "verdict": verdict(claim, mine), "absolute": claim.kind == "property"}
+
+
+__all__ = ["CHANGED", "HOLDS", "NOT_MEASURED", "NOT_RUN", "PROPERTY", "REVERSED", "VERDICTS",
+           "cannot_run", "compare_to_source", "experiment_verdict", "judge", "verdict"]

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 _GUIDE_STYLE = _STYLE + """
 .verdict { font-weight: bold; }
 .holds { color: #070; } .changed { color: #a60; } .reversed { color: #b00; }
+.not-run, .not-measured, .device-property { color: #555; }
 .failed { color: #b00; }
 td.left, th.left { text-align: left; }
 section { border-top: 1px solid #ddd; margin-top: 2em; }
@@ -56,39 +57,59 @@ def _verified(o: "Outcome") -> str:
     return f"{ok} / {len(o.results.rows)}"
 
 
+def _record(o: "Outcome") -> dict[str, Any]:
+    """The experiment's verdict record (guide_figures.experiment_verdict)."""
+    from ..experiments import REGISTRY
+
+    cls = REGISTRY.get(o.experiment)
+    if cls is None:  # a results file of an experiment this version does not have
+        return {"criterion": "", "source_ratio": None, "device_ratio": None, "ratio_lo": None,
+                "ratio_hi": None, "verdict": guide_figures.NOT_MEASURED, "kind": "claim",
+                "source": "", "claim": "", "reason": f"no experiment {o.experiment!r} here"}
+    return guide_figures.experiment_verdict(cls, o.results, o.status)
+
+
+def _interval(rec: dict[str, Any]) -> str:
+    lo, hi = rec.get("ratio_lo"), rec.get("ratio_hi")
+    return f"{lo:.3g}-{hi:.3g}" if lo is not None and hi is not None else ""
+
+
+def _verdict_cell(rec: dict[str, Any]) -> str:
+    css = str(rec["verdict"]).replace(" ", "-")
+    return (f"<td class='verdict {_e(css)} left'>{_e(rec['verdict'])}"
+            f"<br><span class='meta'>{_e(rec.get('reason', ''))}</span></td>")
+
+
 def _summary(outcomes: Sequence["Outcome"], kind: str) -> str:
     head = ("<tr><th class='left'>experiment</th><th>run</th><th>verified points</th><th>seconds</th>"
-            "<th class='left'>source figure: what</th><th>source</th><th>this device</th>"
-            f"<th>verdict on this {kind}</th></tr>")
+            "<th class='left'>criterion</th><th>source</th><th>this device</th>"
+            f"<th>95% interval</th><th class='left'>verdict on this {kind}</th></tr>")
     rows = []
     for o in outcomes:
-        fig = guide_figures.compare_to_source(o.results, o.experiment) or {}
+        rec = _record(o)
         bad = "" if o.status == "passed" else " class='failed'"
         rows.append(
             f"<tr><td class='left'><a href='#{_e(o.experiment)}'>{_e(o.experiment)}</a></td>"
             f"<td{bad}>{_e(o.status)}</td><td>{_verified(o)}</td><td>{o.seconds:.1f}</td>"
-            f"<td class='left'>{_e(fig.get('what', ''))}</td><td>{_num(fig.get('source_ratio'))}</td>"
-            f"<td>{_num(fig.get('device_ratio'))}</td>"
-            f"<td class='verdict {_e(fig.get('verdict', ''))}'>{_e(fig.get('verdict', ''))}</td></tr>")
+            f"<td class='left'>{_e(rec['criterion'])}</td><td>{_num(rec['source_ratio'])}</td>"
+            f"<td>{_num(rec['device_ratio'])}</td><td>{_interval(rec)}</td>{_verdict_cell(rec)}</tr>")
     return f"<div class='scroll'><table>{head}{''.join(rows)}</table></div>"
 
 
 def _source_block(o: "Outcome", kind: str) -> str:
-    fig = guide_figures.compare_to_source(o.results, o.experiment)
-    if fig is None:
-        return f"<p class='meta'>The sources give no figure to hold this {kind} against.</p>"
-    table = ("<table><tr><th class='left'>source</th><th class='left'>ratio</th><th>source</th>"
-             "<th>this device</th><th>this device / source</th></tr>"
-             f"<tr><td class='left'>{_e(fig['source'])}</td><td class='left'>{_e(fig['what'])}</td>"
-             f"<td>{_num(fig['source_ratio'])}</td><td>{_num(fig['device_ratio'])}</td>"
-             f"<td>{_num(fig['device_over_source'])}</td></tr></table>")
-    if fig["absolute"]:
-        line = "no verdict: a figure of the hardware, not an effect"
-    elif not fig["verdict"]:
-        line = "no verdict: this device's figure could not be computed (no verified rows for it)"
-    else:
-        line = f"{fig['verdict']} on this {kind}"
-    return (f"{table}<p class='verdict {_e(fig['verdict'])}'>Verdict: {_e(line)}</p>")
+    rec = _record(o)
+    ratio = (rec["device_ratio"] / rec["source_ratio"]
+             if rec["device_ratio"] is not None and rec["source_ratio"] else None)
+    table = ("<table><tr><th class='left'>claim</th><th class='left'>source</th>"
+             "<th class='left'>criterion</th><th>source</th><th>this device</th>"
+             "<th>95% interval</th><th>this device / source</th></tr>"
+             f"<tr><td class='left'>{_e(rec['claim'])}</td><td class='left'>{_e(rec['source'])}</td>"
+             f"<td class='left'>{_e(rec['criterion'])}</td><td>{_num(rec['source_ratio'])}</td>"
+             f"<td>{_num(rec['device_ratio'])}</td><td>{_interval(rec)}</td>"
+             f"<td>{_num(ratio)}</td></tr></table>")
+    css = str(rec["verdict"]).replace(" ", "-")
+    return (f"{table}<p class='verdict {_e(css)}'>Verdict on this {kind}: {_e(rec['verdict'])}"
+            f"</p><p class='meta'>{_e(rec['reason'])}</p>")
 
 
 def _section(o: "Outcome", kind: str) -> str:

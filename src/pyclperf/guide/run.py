@@ -36,6 +36,9 @@ ONLY_ENV = "PYCLPERF_GUIDE_ONLY"
 PASSED, FAILED, TIMED_OUT, CRASHED, REFUSED = "passed", "some points failed", "timed out", "crashed", "refused"
 NOT_RUN = "not run (budget spent)"
 INTERRUPTED = "not run (interrupted)"
+# The experiment ran but could not measure anything here (every row skipped: p2p with one
+# device, a feature the device lacks); the reason follows. Not a failure of the run.
+CANNOT_RUN = "not run: "
 
 
 @dataclass
@@ -111,7 +114,21 @@ def run_one(experiment: str, out_dir: Path, device: str | None, quick: bool,
         except ValueError as exc:
             err = (err or "") + f"\n{exc}"
     tail = "\n".join((err or "").strip().splitlines()[-6:])
-    return Outcome(experiment, status, seconds, proc.returncode, tail, results)
+    return Outcome(experiment, outcome_status(status, results), seconds, proc.returncode, tail,
+                   results)
+
+
+def outcome_status(status: str, results: Results | None) -> str:
+    """``status``, or "not run: why" where a run that passed skipped every point."""
+    from .figures import cannot_run
+
+    reason = cannot_run(results) if status == PASSED else None
+    return CANNOT_RUN + reason if reason else status
+
+
+def failed(outcome: Outcome) -> bool:
+    """Whether the outcome counts against the run (a skip for a missing feature does not)."""
+    return outcome.status != PASSED and not outcome.status.startswith(CANNOT_RUN)
 
 
 def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: bool = False,
@@ -172,8 +189,10 @@ def cmd_guide(args: argparse.Namespace) -> int:
     page, outcomes = run_guide(args.out, device=args.device, quick=args.quick,
                                timeout_s=args.timeout, only=args.only, peak_gbps=args.peak_gbps,
                                budget_s=args.budget, method=args.method)
-    bad = [o for o in outcomes if o.status != PASSED]
-    print(f"{len(outcomes) - len(bad)} of {len(outcomes)} experiments passed"
+    bad = [o for o in outcomes if failed(o)]
+    here = [o for o in outcomes if o.status.startswith(CANNOT_RUN)]
+    print(f"{len(outcomes) - len(bad) - len(here)} of {len(outcomes)} experiments passed"
+          + (f"; not run on this device: {', '.join(o.experiment for o in here)}" if here else "")
           + (f"; not passed: {', '.join(f'{o.experiment} ({o.status})' for o in bad)}" if bad else ""))
     print(f"wrote {page}")
     if any(o.status == INTERRUPTED for o in outcomes):
@@ -210,4 +229,5 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter],
     g.set_defaults(func=cmd_guide)
 
 
-__all__: Sequence[str] = ["Outcome", "add_parser", "experiment_ids", "run_guide", "run_one"]
+__all__: Sequence[str] = ["Outcome", "add_parser", "experiment_ids", "failed", "outcome_status",
+                          "run_guide", "run_one"]

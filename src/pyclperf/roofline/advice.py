@@ -5,7 +5,8 @@ A handful of plain rules, on what explain() knows: the tuned parameters' names, 
 source, whether memory or compute binds and how close the kernel comes to that roof, and which
 memory level holds its working set. Each recommendation names the experiment (``pyclperf run
 <id>`` measures the claim here), the source document's section (the experiment's own ``guide``
-attribute), and why it applies; where guide_figures holds the document's figure, that too.
+attribute), and why it applies; where the experiment states the document's claim (its
+``claim``), that too.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ RULES = (
 def recommendations(facts: Facts) -> list[dict[str, Any]]:
     """The rules that apply, each with its experiment, the document section and why."""
     from ..experiments import REGISTRY
-    from ..guide.figures import FIGURES
+    from ..experiments.claims import claim_of
 
     out = []
     for rule in RULES:
@@ -95,8 +96,9 @@ def recommendations(facts: Facts) -> list[dict[str, Any]]:
         cls = REGISTRY[rule.experiment]
         item = {"experiment": rule.experiment, "guide": cls.guide, "why": rule.why(facts),
                 "run": f"pyclperf run {rule.experiment}"}
-        if rule.experiment in FIGURES:
-            item["claim"] = FIGURES[rule.experiment].source
+        claim = claim_of(cls)
+        if claim is not None:
+            item["claim"] = claim.source
         out.append(item)
     return out
 
