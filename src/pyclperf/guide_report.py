@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from . import guide_figures
+from . import guide_figures, guide_json, guide_scorecard
 from .report import _STYLE, figure_png, table_html
 from .results import OK
 
@@ -136,6 +136,7 @@ def render_guide(outcomes: Sequence["Outcome"], quick: bool = False) -> str:
              f"<p>{passed} of {len(outcomes)} experiments passed"
              + (" (quick run: two timed launches per point; figures are rough)" if quick else "")
              + ".</p>",
+             guide_scorecard.scorecard_html(outcomes),
              f"<h2>Device</h2><table>{dev_rows}</table>",
              f"<h2>Summary</h2>{_summary(outcomes, kind)}",
              "<details><summary>How the verdict is decided</summary><pre>"
@@ -149,4 +150,5 @@ def write_guide(outcomes: Sequence["Outcome"], path: str | os.PathLike[str], qui
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(render_guide(outcomes, quick=quick), encoding="utf-8")
+    guide_json.write_guide_json(outcomes, p.with_name("guide.json"), quick=quick)
     return p
