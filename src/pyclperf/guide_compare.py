@@ -100,14 +100,14 @@ def format_text(result: dict[str, Any]) -> str:
         rows = [r for r in result["rows"] if r["kind"] == kind]
         if not rows:
             continue
-        lines += ["", f"  {title:<{width}}  {'A':<16} {'B':<16}"]
+        lines += ["", f"{title}:", f"  {'':<{width}}  {'A':<16} {'B':<16}"]
         for r in rows:
             mark = "*" if r["differs"] else " "
             lines.append(f"{mark} {r['id']:<{width}}  {_cell(r['verdict_a'], 16):<16} "
                          f"{_cell(r['verdict_b'], 16):<16}")
     total = len(result["rows"])
     lines += ["", f"{result['differing']} of {total} verdicts differ" + (" (marked *)" if result["differing"] else "")]
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 __all__: Sequence[str] = ["ABSENT", "compare_guides", "format_text", "is_guide_file", "load_pair"]
