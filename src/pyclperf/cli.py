@@ -183,31 +183,64 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from pyclperf.views.compare import compare, slower_rows
+    from pyclperf.guide.compare import is_guide_file
     from pyclperf.measure.results import Results
 
+    if is_guide_file(args.a) or (args.b is not None and is_guide_file(args.b)):
+        return _compare_guides(args)
     if args.b is None:  # one fleet file: its devices side by side
         from pyclperf.views.fleet import compare_fleet
 
         fleet = Results.load(args.a)
         table = compare_fleet(fleet, metric=args.metric)
-        print(f"{fleet.experiment}: devices of {args.a}")
+        if not args.json:
+            print(f"{fleet.experiment}: devices of {args.a}")
     else:
         a, b = Results.load(args.a), Results.load(args.b)
         table = compare(a, b, metric=args.metric, force=args.force)
         for diff in table.attrs["differences"]:
             print(f"warning: the runs differ in {diff} (compared anyway: --force)", file=sys.stderr)
-        print(f"{a.experiment}: A = {args.a}, B = {args.b}")
-        print(table.attrs["header"])
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        if not args.json:
+            print(f"{a.experiment}: A = {args.a}, B = {args.b}")
+            print(table.attrs["header"])
+    if args.json:
+        print(table.to_json(orient="records"))
+    else:
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.csv:
         table.to_csv(args.csv, index=False)
-        print(f"wrote {args.csv}")
+        print(f"wrote {args.csv}", file=sys.stderr if args.json else sys.stdout)
     if args.fail_if_slower is not None:
         slower = slower_rows(table, args.fail_if_slower)
         if not slower.empty:
             print(f"{len(slower)} row(s) of B slower than A by more than {args.fail_if_slower:g}% "
                   f"in {table.attrs['metric']}", file=sys.stderr)
             return EXIT_SLOWER
+    return EXIT_OK
+
+
+def _compare_guides(args: argparse.Namespace) -> int:
+    """compare on two guide.json files: verdicts side by side (pyclperf.guide.compare)."""
+    from pyclperf.guide import compare as guide_compare
+
+    if args.b is None:
+        raise ValueError(f"{args.a} is a guide.json: compare it with a second one (B)")
+    if not (guide_compare.is_guide_file(args.a) and guide_compare.is_guide_file(args.b)):
+        raise ValueError(f"cannot compare a guide.json with a results file ({args.a}, {args.b})")
+    for flag, given in (("--metric", args.metric), ("--force", args.force),
+                        ("--fail-if-slower", args.fail_if_slower)):
+        if given not in (None, False):
+            raise ValueError(f"{flag} applies to results files; guide.json files compare verdicts")
+    result = guide_compare.load_pair(args.a, args.b)
+    print(json.dumps(result, indent=1) if args.json else guide_compare.format_text(result))
+    if args.csv:
+        import csv
+
+        with open(args.csv, "w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=list(result["rows"][0]) if result["rows"] else ["id"])
+            writer.writeheader()
+            writer.writerows(result["rows"])
+        print(f"wrote {args.csv}", file=sys.stderr if args.json else sys.stdout)
     return EXIT_OK
 
 
@@ -276,13 +309,18 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", default="report", help="output folder (default ./report)")
     rep.set_defaults(func=cmd_report)
     cmp_ = sub.add_parser("compare", help="two results files of one experiment side by side, "
-                          "or the devices of one fleet run", epilog=EXIT_CODES, formatter_class=raw)
-    cmp_.add_argument("a", help="results file A (.jsonl): the reference, or a fleet run's file")
+                          "the devices of one fleet run, or the verdicts of two guide.json files",
+                          epilog=EXIT_CODES, formatter_class=raw)
+    cmp_.add_argument("a", help="results file A (.jsonl): the reference, or a fleet run's file; "
+                                "or a guide.json (pyclperf guide): then B is another guide.json")
     cmp_.add_argument("b", nargs="?", default=None,
                       help="results file B (.jsonl): ratios are B/A; omit it to compare the "
                            "devices of one fleet run (run --devices)")
     cmp_.add_argument("--metric", default=None, help="column to compare (default gbps, else median_ns)")
     cmp_.add_argument("--csv", default=None, help="also write the table as CSV")
+    cmp_.add_argument("--json", action="store_true",
+                      help="print the table as JSON instead (guide.json files: every verdict "
+                           "with a 'differs' flag, and the count that differ)")
     cmp_.add_argument("--force", action="store_true",
                       help="compare even when the runs differ in more than device and driver "
                            "(size, local size, swept values, options, pyclperf version)")

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from . import figures as guide_figures
+from . import record as guide_json
+from . import scorecard as guide_scorecard
 from ..views.report import _STYLE, figure_png, table_html
 from ..measure.results import OK
 
@@ -157,6 +159,7 @@ def render_guide(outcomes: Sequence["Outcome"], quick: bool = False) -> str:
              f"<p>{passed} of {len(outcomes)} experiments passed"
              + (" (quick run: two timed launches per point; figures are rough)" if quick else "")
              + ".</p>",
+             guide_scorecard.scorecard_html(outcomes),
              f"<h2>Device</h2><table>{dev_rows}</table>",
              f"<h2>Summary</h2>{_summary(outcomes, kind)}",
              "<details><summary>How the verdict is decided</summary><pre>"
@@ -170,4 +173,5 @@ def write_guide(outcomes: Sequence["Outcome"], path: str | os.PathLike[str], qui
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(render_guide(outcomes, quick=quick), encoding="utf-8")
+    guide_json.write_guide_json(outcomes, p.with_name("guide.json"), quick=quick)
     return p
