@@ -11,13 +11,13 @@ launch the guard is read back, so a write past an array's end becomes the config
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import _core
 from ..program import LocalMemory
-from . import argtypes
+from . import argtypes, fences
 from .intact import checksum
 
 # Bytes past the launched range that must still hold their pattern after the verified launch:
@@ -139,6 +139,9 @@ class Arguments:
         # Per argument index, a device buffer holding that argument's guard pattern: guard
         # zones are written from it by a device-side copy, not uploaded.
         self.templates: dict[int, Any] = {}
+        # Set in a worker process on a device that works in host memory (engine/fences.py):
+        # each array's buffer is then fenced, and every fenced buffer is reported here.
+        self.fenced_log: Callable[[str], None] | None = None
 
     # --- binding ---------------------------------------------------------------------------
     def bind(self, kernel: Any, values: Sequence[Any], launched_items: int,
@@ -203,8 +206,7 @@ class Arguments:
                 return old.buffer
             placed = old
         else:
-            buf = (_core.PinnedBuffer(self.ctx, capacity) if self.pinned
-                   else _core.Buffer(self.ctx, capacity))
+            buf = self._allocate(index, info.name, host, capacity)
             placed = Placed(host, buf, capacity)
             self.placed[index] = placed
         if inout and placed.pristine is None:
@@ -219,6 +221,16 @@ class Arguments:
             placed.pristine.write(host)
         placed.writable = not _read_only(info)
         return placed.buffer
+
+    def _allocate(self, index: int, name: str, host: np.ndarray, capacity: int) -> Any:
+        if self.pinned:
+            return _core.PinnedBuffer(self.ctx, capacity)
+        if self.fenced_log is None:
+            return _core.Buffer(self.ctx, capacity)
+        buf = fences.allocate(self.ctx, capacity)
+        if isinstance(buf, _core.FencedBuffer):
+            self.fenced_log(fences.placement_line(index, name, buf, host))
+        return buf
 
     # --- contents ---------------------------------------------------------------------------
     def upload(self, index: int) -> None:

@@ -33,6 +33,9 @@ class Worker:
     def __init__(self, device: str) -> None:
         self.device = device
         self.log = tempfile.TemporaryFile(prefix="pyclperf-worker-")
+        # Where the worker records its fenced buffers and the address of a fault that ends it
+        # (engine/fences.py); shared with it, so it outlives the worker.
+        self.faults = tempfile.TemporaryFile(prefix="pyclperf-faults-")
         to_child_r, self.to_child = os.pipe()
         self.from_child, from_child_w = os.pipe()
         env = dict(os.environ)
@@ -43,8 +46,9 @@ class Worker:
         env.setdefault("MALLOC_MMAP_THRESHOLD_", str(1 << 16))
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "pyclperf.engine.worker", str(to_child_r), str(from_child_w)],
-                pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL, stdout=self.log,
+                [sys.executable, "-m", "pyclperf.engine.worker", str(to_child_r), str(from_child_w),
+                 str(self.faults.fileno())],
+                pass_fds=(to_child_r, from_child_w, self.faults.fileno()), stdin=subprocess.DEVNULL, stdout=self.log,
                 stderr=subprocess.STDOUT, env=env, cwd=os.getcwd())
         finally:
             os.close(to_child_r)
@@ -154,6 +158,18 @@ class Worker:
         words = self.last_words()
         return how + (f"; its last output: {words}" if words else "")
 
+    def fault(self) -> str:
+        """Which argument a fault that ended the worker hit, and where (engine/fences.py);
+        empty when it died otherwise, or the fault lies in no argument's fence."""
+        from .fences import explain
+
+        try:
+            size = os.fstat(self.faults.fileno()).st_size
+            record = os.pread(self.faults.fileno(), min(size, 1 << 20), 0)
+        except (OSError, ValueError):
+            return ""
+        return explain(record.decode("utf-8", "replace"))
+
     def kill(self) -> None:
         if self.alive():
             self.process.kill()
@@ -168,6 +184,7 @@ class Worker:
                 pass
         self.to_child = self.from_child = -1
         self.log.close()
+        self.faults.close()
 
 
 _live: "weakref.WeakSet[Worker]" = weakref.WeakSet()
