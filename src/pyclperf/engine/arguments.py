@@ -5,7 +5,9 @@ Each array argument lives in a device buffer padded to cover every launched work
 kernel without a bounds check, launched over a global size rounded up to the work-group, writes
 past the array's end) plus a guard zone. Padding and guard hold poison; after the verified
 launch the guard is read back, so a write past an array's end becomes the configuration's
-``out of bounds`` status, naming the argument, and never lands in host memory.
+``out of bounds`` status, naming the argument, and never lands in host memory. On a device
+whose memory is the host's, a worker process fences each such buffer off besides (fences.py), so
+that a write beyond the guard zone faults instead of landing in the worker's other memory.
 """
 
 from __future__ import annotations

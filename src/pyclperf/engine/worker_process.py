@@ -41,8 +41,9 @@ class Worker:
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
         # Where device memory is host memory (CPU devices), every buffer of 64 KiB or more gets
-        # a mapping of its own rather than a piece of the heap: a write far past one then
-        # faults, or lands in the moats (engine/intact.py), instead of corrupting the heap.
+        # a mapping of its own rather than a piece of the heap, so a stray write into one of
+        # the worker's own buffers does not corrupt the heap; the arguments' arrays have fences
+        # of inaccessible memory around them besides (engine/fences.py).
         env.setdefault("MALLOC_MMAP_THRESHOLD_", str(1 << 16))
         try:
             self.process = subprocess.Popen(
