@@ -115,6 +115,9 @@ class Placed:
     dirty: bool = True
     writable: bool = True
     guard_sum: int | None = None  # checksum of the guard zone's words as written
+    # Checksum of the data as last uploaded, for an input no kernel may write (sealed()): taken
+    # once per upload, not before every launch; None until taken, and after a change.
+    seal: int | None = None
     @property
     def nbytes(self) -> int:
         return int(self.host.nbytes)
@@ -239,6 +242,7 @@ class Arguments:
         """The argument's input data, then its guard pattern over the padding and guard."""
         p = self.placed[index]
         p.buffer.write(p.host)
+        p.seal = None
         self._write_guard(index, p)
         p.dirty = False
 
@@ -251,6 +255,7 @@ class Arguments:
         """Poison ``which`` over the data: every element the kernel does not write stays poison."""
         p = self.placed[index]
         p.dirty = True
+        p.seal = None
         pattern = poison_pattern(p.host.dtype, which)
         if isinstance(p.buffer, _core.PinnedBuffer):  # mapped: write through the host view
             p.buffer.write(np.resize(pattern, p.nbytes))
@@ -341,11 +346,19 @@ class Arguments:
 
     def sealed(self, skip: Sequence[int]) -> dict[int, int]:
         """Checksums of the arrays no kernel may write (declared const or __constant), except
-        ``skip``: taken before a launch, compared by breached() after it."""
+        ``skip``: taken before a launch, compared by breached() after it. Each is taken once
+        after the array's upload and kept (Placed.seal): nothing but a kernel writes it until the
+        next upload, and a kernel that does is caught by breached()."""
         from .intact import checksum
 
-        return {i: checksum(self.ctx, p.buffer, p.nbytes) for i, p in sorted(self.placed.items())
-                if not p.writable and i not in skip and p.pristine is None}
+        seals = {}
+        for i, p in sorted(self.placed.items()):
+            if p.writable or i in skip or p.pristine is not None:
+                continue
+            if p.seal is None:
+                p.seal = checksum(self.ctx, p.buffer, p.nbytes)
+            seals[i] = p.seal
+        return seals
 
     def breached(self, seals: dict[int, int]) -> str:
         """Which sealed arrays the launch changed, and where (empty when none)."""
@@ -357,6 +370,7 @@ class Arguments:
             if checksum(self.ctx, p.buffer, p.nbytes) == before:
                 continue
             p.dirty = True
+            p.seal = None
             found.append(f"argument {i} ('{self.names[i]}'), an input declared const, was changed "
                          f"by the launch ({changed_span(p.host, self.fetch(i))}): a write past "
                          "another array's end landed in it, or the kernel casts away const")
