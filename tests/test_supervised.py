@@ -66,20 +66,34 @@ def test_a_write_past_the_end_is_measured_and_costs_only_its_configuration(ctx, 
     assert again.rows[0]["status"] == "ok", again.rows[0]
 
 
-def test_a_write_far_beyond_any_guard_is_caught_by_the_gpu(ctx, rng):
-    """10^8 elements (400 MB) past a 256 KiB array: beyond every guard zone. A GPU's memory
-    management faults on it; a CPU device's memory is the process's own, where such a write can
-    land in any mapping unseen (check="memory" runs the launch under a simulator instead)."""
-    if "GPU" not in ctx.info.type:
-        pytest.skip("a CPU device does not fault on writes into the process's own memory")
+def test_a_sweep_of_writes_ever_further_past_the_end_costs_each_its_own_configuration(ctx, rng):
+    """1,100 / 16,384 / 10^6 elements past the end of a 256 KiB array land in its guard zone;
+    10^8 elements (400 MB) lands beyond every guard. A GPU's memory management faults on it;
+    on a CPU device, whose memory is the process's own, it faults in the inaccessible memory
+    fenced off around each array in the worker (tuner/fences.py), and the row names the
+    argument and the element. Either way the configuration after them runs and is verified,
+    in this process, alive."""
     a = rng.standard_normal(N).astype(np.float32)
-    res = tune(OVERRUN, "over", N, [np.empty_like(a), a], {"block_size_x": [64], "OFF": [10**8]},
-               ctx=ctx, verify=lambda c, outputs: True, **FAST)
-    assert res.rows[0]["status"] in ("out of bounds", "crashed", "launch failed"), res.rows[0]
-    again = tune(COPY, "copy", 1024, [np.empty(1024, np.float32), a[:1024]], {"block_size_x": [64]},
-                 ctx=ctx, answer=[a[:1024], None], **FAST)
-    assert again.rows[0]["status"] == "ok", again.rows[0]
-    # This process is alive and the next sweep runs normally.
+    offsets = [1100, 16384, 10**6, 10**8, 0]
+
+    def verify(config, outputs):
+        return config["OFF"] != 0 or np.array_equal(outputs[0], a)
+
+    res = tune(OVERRUN, "over", N, [np.empty_like(a), a], {"block_size_x": [64], "OFF": offsets},
+               ctx=ctx, verify=verify, **FAST)
+    rows = {r["OFF"]: r for r in res.rows}
+    assert sorted(rows) == sorted(offsets), res.df
+    for offset in offsets[:3]:
+        assert rows[offset]["status"] == "out of bounds", rows[offset]
+        assert "argument 0 ('out')" in rows[offset]["error"], rows[offset]
+    far = rows[10**8]
+    if "CPU" in ctx.info.type:
+        assert far["status"] == "out of bounds", far
+        assert "argument 0 ('out'): the kernel wrote element " in far["error"], far
+        assert "elements past the end" in far["error"], far
+    else:
+        assert far["status"] in ("out of bounds", "crashed", "launch failed"), far
+    assert rows[0]["status"] == "ok" and rows[0]["verified"], rows[0]
     again = tune(COPY, "copy", 1024, [np.empty(1024, np.float32), a[:1024]], {"block_size_x": [64]},
                  ctx=ctx, answer=[a[:1024], None], **FAST)
     assert again.rows[0]["status"] == "ok", again.rows[0]

@@ -10,10 +10,11 @@ namespace {
 
 std::string bytes_text(std::size_t n) { return std::to_string(n) + " bytes"; }
 
-cl::Buffer allocate(const ContextPtr& ctx, std::size_t nbytes, cl_mem_flags flags) {
+cl::Buffer allocate(const ContextPtr& ctx, std::size_t nbytes, cl_mem_flags flags,
+                    void* host = nullptr) {
     if (!ctx) throw InvalidArgument("buffer needs a context");
     check_alloc_size(ctx->info(), nbytes);
-    return cl::Buffer(ctx->cl_context(), flags, nbytes);
+    return cl::Buffer(ctx->cl_context(), flags, nbytes, host);
 }
 
 }  // namespace
@@ -32,6 +33,9 @@ void check_alloc_size(const DeviceInfo& info, std::size_t nbytes) {
 
 Buffer::Buffer(ContextPtr ctx, std::size_t nbytes, cl_mem_flags flags)
     : ctx_(std::move(ctx)), nbytes_(nbytes), buffer_(allocate(ctx_, nbytes, flags)) {}
+
+Buffer::Buffer(ContextPtr ctx, std::size_t nbytes, cl_mem_flags flags, void* host)
+    : ctx_(std::move(ctx)), nbytes_(nbytes), buffer_(allocate(ctx_, nbytes, flags, host)) {}
 
 const cl::Buffer& Buffer::handle() const {
     if (released_) throw ReleasedError("buffer of " + bytes_text(nbytes_) + " was released");

@@ -52,6 +52,9 @@ public:
     void check_range(std::size_t offset, std::size_t nbytes, const char* what) const;
 
 protected:
+    // Over host memory the caller owns and keeps alive (CL_MEM_USE_HOST_PTR): FencedBuffer.
+    Buffer(ContextPtr ctx, std::size_t nbytes, cl_mem_flags flags, void* host);
+
     ContextPtr ctx_;
     std::size_t nbytes_;
     cl::Buffer buffer_;

@@ -13,7 +13,7 @@ import typing
 import typing_extensions
 Size: typing.TypeAlias = typing.Union[int, numpy.integer]
 Sizes: typing.TypeAlias = typing.Union[Size, collections.abc.Iterable[Size]]
-__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceLimitError', 'DeviceMemoryError', 'Image', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PeerPair', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'Sampler', 'compose_options', 'error_name', 'list_devices', 'run', 'time_durations', 'time_events', 'time_host', 'validate_launch']
+__all__: list[str] = ['ArgInfo', 'Buffer', 'BuildError', 'ClError', 'Context', 'DeviceInfo', 'DeviceLimitError', 'DeviceMemoryError', 'FencedBuffer', 'Image', 'InvalidArgumentError', 'Kernel', 'KernelLimits', 'PeerPair', 'PinnedBuffer', 'Program', 'PyclperfError', 'ReleasedError', 'Sampler', 'compose_options', 'error_name', 'list_devices', 'record_faults', 'run', 'time_durations', 'time_events', 'time_host', 'validate_launch']
 class PyclperfError(Exception):
     """
     Base of every error pyclperf raises.
@@ -239,6 +239,22 @@ class Buffer:
     @property
     def released(self) -> bool:
         ...
+class FencedBuffer(Buffer):
+    """
+    Host memory of its own (CL_MEM_USE_HOST_PTR) between two inaccessible reservations of `fence` bytes each (address space only, nothing committed). On a device whose memory is the host's (a CPU device), a kernel's write past either end within `fence` bytes faults instead of landing in other memory of the process.
+    """
+    def __init__(self, context: Context, nbytes: Size, fence: Size) -> None:
+        ...
+    @property
+    def address(self) -> int:
+        """
+        Where the buffer's first byte lies in this process's memory.
+        """
+    @property
+    def fence(self) -> int:
+        """
+        Inaccessible bytes on either side (whole pages).
+        """
 class PinnedBuffer(Buffer):
     """
     Host memory the device can reach directly (CL_MEM_ALLOC_HOST_PTR), kept mapped.
@@ -449,6 +465,10 @@ def error_name(code: typing.SupportsInt | typing.SupportsIndex) -> str:
 def list_devices() -> list[DeviceInfo]:
     """
     Every device of every OpenCL platform; empty when no platform is installed.
+    """
+def record_faults(fd: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    From now on a SIGSEGV or SIGBUS in this process first writes 'fault <signal> <address in hex> <w, r or ?>' (a write, a read, not known) and a newline to file descriptor `fd`, then ends the process as it would have. For a worker process whose death someone else explains.
     """
 def run(kernel: Kernel, global_size: Sizes, local_size: Sizes | None = None) -> None:
     """

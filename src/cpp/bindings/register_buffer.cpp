@@ -4,6 +4,7 @@
 
 #include "../buffer.hpp"
 #include "../error.hpp"
+#include "../fenced.hpp"
 #include "arrays.hpp"
 #include "integers.hpp"
 #include "registers.hpp"
@@ -148,6 +149,29 @@ void register_buffer(py::module_& m) {
              "A zero-copy NumPy view of the mapping; it keeps the buffer and mapping alive. The "
              "dtype must be plain numbers (no objects, strings or dates) in the host's byte "
              "order: the view shows the bytes the device reads and writes.");
+
+    py::class_<FencedBuffer, Buffer, std::shared_ptr<FencedBuffer>>(
+        m, "FencedBuffer",
+        "Host memory of its own (CL_MEM_USE_HOST_PTR) between two inaccessible reservations of "
+        "`fence` bytes each (address space only, nothing committed). On a device whose memory "
+        "is the host's (a CPU device), a kernel's write past either end within `fence` bytes "
+        "faults instead of landing in other memory of the process.")
+        .def(py::init([](ContextPtr ctx, const py::object& nbytes, const py::object& fence) {
+                 return std::make_shared<FencedBuffer>(std::move(ctx), buffer_size(nbytes),
+                                                       to_size(fence, "fence size"));
+             }),
+             py::arg("context"), py::arg("nbytes"), py::arg("fence"))
+        .def_property_readonly("address", &FencedBuffer::address,
+                               "Where the buffer's first byte lies in this process's memory.")
+        .def_property_readonly("fence", &FencedBuffer::fence,
+                               "Inaccessible bytes on either side (whole pages).");
+
+    m.def(
+        "record_faults", [](int fd) { record_faults(fd); }, py::arg("fd"),
+        "From now on a SIGSEGV or SIGBUS in this process first writes 'fault <signal> "
+        "<address in hex> <w, r or ?>' (a write, a read, not known) and a newline to file "
+        "descriptor `fd`, then ends the process as it "
+        "would have. For a worker process whose death someone else explains.");
 }
 
 }  // namespace pyclperf::bindings

@@ -21,19 +21,21 @@ from ..device.program import LocalMemory
 
 # Work-groups of the checksum: enough to fill any device, few enough to sum on the host.
 GROUPS = 256
-_kernels: "weakref.WeakKeyDictionary[Any, tuple[Any, int]]" = weakref.WeakKeyDictionary()
+# Per context: the kernel, its work-group size and the buffer of its per-group sums, made once
+# (a checksum runs around every verified launch and, with cold=True, before every timed one).
+_kernels: "weakref.WeakKeyDictionary[Any, tuple[Any, int, Any]]" = weakref.WeakKeyDictionary()
 
 
-def _kernel(ctx: Any) -> tuple[Any, int]:
+def _kernel(ctx: Any) -> tuple[Any, int, Any]:
     found = _kernels.get(ctx)
-    if found is None:
+    if found is None or found[2].released:
         kernel = ctx.program(file="checksum.cl").kernel("checksum_words")
         local = 1
         limit = min(256, int(kernel.limits().work_group_size),
                     int(ctx.info.max_work_group_size))
         while local * 2 <= limit:  # a power of two: the tree sum halves it
             local *= 2
-        found = (kernel, local)
+        found = (kernel, local, ctx.buffer(8 * GROUPS))
         _kernels[ctx] = found
     return found
 
@@ -44,17 +46,13 @@ def checksum(ctx: Any, buffer: Any, nbytes: int, offset: int = 0) -> int:
     stays inside)."""
     if offset % 4:
         raise ValueError(f"checksum offset {offset} is not a multiple of 4")
-    kernel, local = _kernel(ctx)
+    kernel, local, partial = _kernel(ctx)
     words = -(-int(nbytes) // 4)
-    partial = ctx.buffer(8 * GROUPS)
-    try:
-        kernel.set_args(buffer, np.uint64(offset // 4), np.uint64(words), partial,
-                        LocalMemory(8 * local))
-        kernel.run([GROUPS * local], [local])
-        sums = np.empty(GROUPS, np.uint64)
-        partial.read(sums)
-    finally:
-        partial.release()
+    kernel.set_args(buffer, np.uint64(offset // 4), np.uint64(words), partial,
+                    LocalMemory(8 * local))
+    kernel.run([GROUPS * local], [local])
+    sums = np.empty(GROUPS, np.uint64)
+    partial.read(sums)
     return int(sums.sum(dtype=np.uint64))
 
 

@@ -5,19 +5,22 @@ Each array argument lives in a device buffer padded to cover every launched work
 kernel without a bounds check, launched over a global size rounded up to the work-group, writes
 past the array's end) plus a guard zone. Padding and guard hold poison; after the verified
 launch the guard is read back, so a write past an array's end becomes the configuration's
-``out of bounds`` status, naming the argument, and never lands in host memory.
+``out of bounds`` status, naming the argument, and never lands in host memory. On a device
+whose memory is the host's, a worker process fences each such buffer off besides (fences.py), so
+that a write beyond the guard zone faults instead of landing in the worker's other memory.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import _core
 from ..device.program import LocalMemory
 from ..device import argtypes
+from . import fences
 from ..measure.intact import checksum
 
 # Bytes past the launched range that must still hold their pattern after the verified launch:
@@ -113,6 +116,9 @@ class Placed:
     dirty: bool = True
     writable: bool = True
     guard_sum: int | None = None  # checksum of the guard zone's words as written
+    # Checksum of the data as last uploaded, for an input no kernel may write (sealed()): taken
+    # once per upload, not before every launch; None until taken, and after a change.
+    seal: int | None = None
     @property
     def nbytes(self) -> int:
         return int(self.host.nbytes)
@@ -139,6 +145,9 @@ class Arguments:
         # Per argument index, a device buffer holding that argument's guard pattern: guard
         # zones are written from it by a device-side copy, not uploaded.
         self.templates: dict[int, Any] = {}
+        # Set in a worker process on a device that works in host memory (tuner/fences.py):
+        # each array's buffer is then fenced, and every fenced buffer is reported here.
+        self.fenced_log: Callable[[str], None] | None = None
 
     # --- binding ---------------------------------------------------------------------------
     def bind(self, kernel: Any, values: Sequence[Any], launched_items: int,
@@ -203,8 +212,7 @@ class Arguments:
                 return old.buffer
             placed = old
         else:
-            buf = (_core.PinnedBuffer(self.ctx, capacity) if self.pinned
-                   else _core.Buffer(self.ctx, capacity))
+            buf = self._allocate(index, info.name, host, capacity)
             placed = Placed(host, buf, capacity)
             self.placed[index] = placed
         if inout and placed.pristine is None:
@@ -220,11 +228,22 @@ class Arguments:
         placed.writable = not _read_only(info)
         return placed.buffer
 
+    def _allocate(self, index: int, name: str, host: np.ndarray, capacity: int) -> Any:
+        if self.pinned:
+            return _core.PinnedBuffer(self.ctx, capacity)
+        if self.fenced_log is None:
+            return _core.Buffer(self.ctx, capacity)
+        buf = fences.allocate(self.ctx, capacity)
+        if isinstance(buf, _core.FencedBuffer):
+            self.fenced_log(fences.placement_line(index, name, buf, host))
+        return buf
+
     # --- contents ---------------------------------------------------------------------------
     def upload(self, index: int) -> None:
         """The argument's input data, then its guard pattern over the padding and guard."""
         p = self.placed[index]
         p.buffer.write(p.host)
+        p.seal = None
         self._write_guard(index, p)
         p.dirty = False
 
@@ -237,6 +256,7 @@ class Arguments:
         """Poison ``which`` over the data: every element the kernel does not write stays poison."""
         p = self.placed[index]
         p.dirty = True
+        p.seal = None
         pattern = poison_pattern(p.host.dtype, which)
         if isinstance(p.buffer, _core.PinnedBuffer):  # mapped: write through the host view
             p.buffer.write(np.resize(pattern, p.nbytes))
@@ -327,11 +347,19 @@ class Arguments:
 
     def sealed(self, skip: Sequence[int]) -> dict[int, int]:
         """Checksums of the arrays no kernel may write (declared const or __constant), except
-        ``skip``: taken before a launch, compared by breached() after it."""
+        ``skip``: taken before a launch, compared by breached() after it. Each is taken once
+        after the array's upload and kept (Placed.seal): nothing but a kernel writes it until the
+        next upload, and a kernel that does is caught by breached()."""
         from ..measure.intact import checksum
 
-        return {i: checksum(self.ctx, p.buffer, p.nbytes) for i, p in sorted(self.placed.items())
-                if not p.writable and i not in skip and p.pristine is None}
+        seals = {}
+        for i, p in sorted(self.placed.items()):
+            if p.writable or i in skip or p.pristine is not None:
+                continue
+            if p.seal is None:
+                p.seal = checksum(self.ctx, p.buffer, p.nbytes)
+            seals[i] = p.seal
+        return seals
 
     def breached(self, seals: dict[int, int]) -> str:
         """Which sealed arrays the launch changed, and where (empty when none)."""
@@ -343,6 +371,7 @@ class Arguments:
             if checksum(self.ctx, p.buffer, p.nbytes) == before:
                 continue
             p.dirty = True
+            p.seal = None
             found.append(f"argument {i} ('{self.names[i]}'), an input declared const, was changed "
                          f"by the launch ({changed_span(p.host, self.fetch(i))}): a write past "
                          "another array's end landed in it, or the kernel casts away const")

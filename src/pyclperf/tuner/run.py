@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping, Sequence
 
-from ..measure.results import CRASHED, INVALID, LAUNCH_FAILED, OUT_OF_BOUNDS, TIMEOUT
+from ..measure.results import INVALID, LAUNCH_FAILED, OUT_OF_BOUNDS, TIMEOUT
 from . import supervisor
 from .inputs import check_kind, load_source, options_text, static_checks, supervise
 from .measure import Job, KernelRunError, run_once
@@ -66,7 +66,7 @@ def supervised_call(job: Job, ctx: Any, kind: str, config: Config, timeout: floa
     message)`` raised for a refusal, a crash or a timeout."""
     sup = supervise(job, ctx)
     try:
-        reply = sup.run(kind, config, timeout, lambda why: ("failed", CRASHED, why))
+        reply = sup.run(kind, config, timeout, lambda status, why: ("failed", status, why))
         if reply[0] == "outputs":
             return reply[1]
         if reply[0] == "failed":

@@ -4,7 +4,9 @@ A sweep sends its job once and then one configuration at a time (see worker.py).
 configuration can do to a process is then paid for by the worker alone:
 
 * it dies (a segfault, an abort from a corrupted heap, a driver that kills it): the row is
-  ``crashed`` with the signal and the worker's last words; a fresh worker takes over;
+  ``crashed`` with the signal and the worker's last words; a fresh worker takes over. On a
+  device that works in host memory, where the arrays are fenced off by inaccessible memory
+  (tuner/fences.py), a fault in a fence is ``out of bounds`` instead, naming the argument;
 * it runs past its time limit (a kernel that never ends): the worker is killed and the row is
   ``timeout``;
 * it leaves the process suspect (a launch the driver aborted: CUDA keeps such an error for the
@@ -98,11 +100,13 @@ class Supervisor:
 
     # --- one configuration --------------------------------------------------------------
     def run(self, kind: str, config: dict[str, Any], timeout: float | None,
-            on_crash: Callable[[str], tuple[Any, ...]], *extra: Any,
+            on_crash: Callable[[str, str], tuple[Any, ...]], *extra: Any,
             cap: float | None = None) -> tuple[Any, ...]:
         """One request for ``config``; a dead or hung worker's answer comes from ``on_crash``
-        (with the reason) or a TIMEOUT reply. A worker that had run other configurations
-        before it died gets the configuration once more, alone in a fresh worker."""
+        (with the status and the reason) or a TIMEOUT reply. A worker that had run other
+        configurations before it died gets the configuration once more, alone in a fresh
+        worker, unless its death is explained: a fault in the inaccessible memory fenced off
+        around one of this job's arrays (tuner/fences.py) is ``out of bounds``, naming it."""
         for attempt in (1, 2):
             worker = self._ready()
             fresh = worker.ran == 0
@@ -116,9 +120,12 @@ class Supervisor:
                                    "and timing); its worker process was stopped")
             except channel.ChannelClosed:
                 why = worker.death()
+                fault = worker.fault()
                 self.retire()
+                if fault:
+                    return on_crash(OUT_OF_BOUNDS, f"{fault} ({why})")
                 if fresh or attempt == 2:
-                    return on_crash(f"its worker process {why}")
+                    return on_crash(CRASHED, f"its worker process {why}")
                 continue
             except WorkerFailed as exc:  # pyclperf's own fault there: reported, not hidden
                 self.retire()
@@ -134,8 +141,11 @@ class Supervisor:
     def measure(self, config: dict[str, Any], timeout: float | None,
                 cap: float | None = None) -> dict[str, Any]:
         """The measured part of one configuration's row, as measure.measure() returns it."""
-        def crashed(why: str) -> tuple[Any, ...]:
-            return ("row", {"status": CRASHED, "error": why, "verified": False}, True)
+        died = []
+
+        def crashed(status: str, why: str) -> tuple[Any, ...]:
+            died.append(status)
+            return ("row", {"status": status, "error": why, "verified": False}, True)
 
         reply = self.run("measure", config, timeout, crashed, cap=cap)
         if reply[0] == "timeout":
@@ -149,7 +159,7 @@ class Supervisor:
             self.retire()
         if words and row.get("status") != CRASHED:
             row.setdefault("worker_output", words)
-        if tainted and row.get("status") == OUT_OF_BOUNDS:
+        if tainted and row.get("status") == OUT_OF_BOUNDS and not died:  # a fault says where
             row["error"] = self.extent(config, timeout) or row["error"]
         return row
 
@@ -160,8 +170,8 @@ class Supervisor:
         guard = EXTENT_FIRST_GUARD
         found = ""
         while guard <= EXTENT_LAST_GUARD:
-            reply = self.run("extent", config, timeout, lambda why: ("failed", CRASHED, why),
-                             guard)
+            reply = self.run("extent", config, timeout,
+                             lambda status, why: ("failed", status, why), guard)
             self.retire()  # whatever it saw, the write may have damaged that process
             if reply[0] != "extent":
                 break

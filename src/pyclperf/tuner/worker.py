@@ -1,10 +1,12 @@
-"""The worker process of a supervised sweep: ``python -m pyclperf.tuner.worker IN OUT``.
+"""The worker process of a supervised sweep: ``python -m pyclperf.tuner.worker IN OUT
+[FAULTS]``.
 
 It holds the OpenCL context, the programs and the buffers; the sweep's own process only sends
 requests through the pipe ``IN`` and reads replies from ``OUT`` (see supervisor.py). Whatever a
 configuration does here (a segfault, a heap corrupted by a write far past an array, a driver
 error that poisons the process, a kernel that never ends) costs this process, never the
-caller's.
+caller's. On a device that works in host memory, ``FAULTS`` is the file where the arguments'
+fenced buffers and the address of a fault are recorded (tuner/fences.py).
 
 Requests, each a tuple:
   ("open", device_spec, sys_path)  -> ("ready", device summary)
@@ -21,6 +23,7 @@ the driver aborted, a write that reached past a guard zone): the supervisor then
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import traceback
@@ -70,9 +73,13 @@ def probe_extent(job: Any, config: dict[str, Any], guard_bytes: int) -> tuple[st
 class Server:
     """One worker's state: its context and the job it serves."""
 
-    def __init__(self) -> None:
+    def __init__(self, fault_fd: int = -1) -> None:
         self.ctx: Any = None
         self.job: Any = None
+        # The supervisor's fault record file (tuner/fences.py); -1 without one. ``fenced``:
+        # this device works in host memory, so arguments get fenced buffers.
+        self.fault_fd = fault_fd
+        self.fenced = False
 
     def open(self, spec: str, path: list[str]) -> tuple[Any, ...]:
         for p in reversed(path):
@@ -82,6 +89,13 @@ class Server:
         from ..device.devices import device_summary
 
         self.ctx = Context(spec or None)
+        if self.fault_fd >= 0:
+            from .. import _core
+            from .fences import works_in_host_memory
+
+            self.fenced = works_in_host_memory(self.ctx)
+            if self.fenced:
+                _core.record_faults(self.fault_fd)
         summary = device_summary(self.ctx.info)
         summary["preferred_work_group_multiple"] = self.ctx.preferred_work_group_multiple()
         return ("ready", summary)
@@ -92,7 +106,15 @@ class Server:
         if self.job is not None:
             self.job.arguments.release()
         self.job = Job(self.ctx, **fields)
+        if self.fenced:
+            # The record describes this job's buffers only: the old ones are gone.
+            os.ftruncate(self.fault_fd, 0)
+            os.lseek(self.fault_fd, 0, os.SEEK_SET)
+            self.job.arguments.fenced_log = self._record
         return ("loaded",)
+
+    def _record(self, line: str) -> None:
+        os.write(self.fault_fd, line.encode())
 
     def clear(self) -> tuple[Any, ...]:
         """The end of a sweep: its buffers are freed while the process waits for the next."""
@@ -152,7 +174,7 @@ def main(argv: list[str]) -> int:
 
     console.CAPTURE = False  # this process's stderr is its log, read per configuration
     fd_in, fd_out = int(argv[1]), int(argv[2])
-    server = Server()
+    server = Server(int(argv[3]) if len(argv) > 3 else -1)
     while True:
         try:
             request = channel.loads(channel.receive(fd_in))

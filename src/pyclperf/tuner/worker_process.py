@@ -34,18 +34,23 @@ class Worker:
     def __init__(self, device: str) -> None:
         self.device = device
         self.log = tempfile.TemporaryFile(prefix="pyclperf-worker-")
+        # Where the worker records its fenced buffers and the address of a fault that ends it
+        # (tuner/fences.py); shared with it, so it outlives the worker.
+        self.faults = tempfile.TemporaryFile(prefix="pyclperf-faults-")
         to_child_r, self.to_child = os.pipe()
         self.from_child, from_child_w = os.pipe()
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
         # Where device memory is host memory (CPU devices), every buffer of 64 KiB or more gets
-        # a mapping of its own rather than a piece of the heap: a write far past one then
-        # faults, or lands in the moats (tuner/intact.py), instead of corrupting the heap.
+        # a mapping of its own rather than a piece of the heap, so a stray write into one of
+        # the worker's own buffers does not corrupt the heap; the arguments' arrays have fences
+        # of inaccessible memory around them besides (tuner/fences.py).
         env.setdefault("MALLOC_MMAP_THRESHOLD_", str(1 << 16))
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "pyclperf.tuner.worker", str(to_child_r), str(from_child_w)],
-                pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL, stdout=self.log,
+                [sys.executable, "-m", "pyclperf.tuner.worker", str(to_child_r), str(from_child_w),
+                 str(self.faults.fileno())],
+                pass_fds=(to_child_r, from_child_w, self.faults.fileno()), stdin=subprocess.DEVNULL, stdout=self.log,
                 stderr=subprocess.STDOUT, env=env, cwd=os.getcwd())
         finally:
             os.close(to_child_r)
@@ -155,6 +160,18 @@ class Worker:
         words = self.last_words()
         return how + (f"; its last output: {words}" if words else "")
 
+    def fault(self) -> str:
+        """Which argument a fault that ended the worker hit, and where (tuner/fences.py);
+        empty when it died otherwise, or the fault lies in no argument's fence."""
+        from .fences import explain
+
+        try:
+            size = os.fstat(self.faults.fileno()).st_size
+            record = os.pread(self.faults.fileno(), min(size, 1 << 20), 0)
+        except (OSError, ValueError):
+            return ""
+        return explain(record.decode("utf-8", "replace"))
+
     def kill(self) -> None:
         if self.alive():
             self.process.kill()
@@ -169,6 +186,7 @@ class Worker:
                 pass
         self.to_child = self.from_child = -1
         self.log.close()
+        self.faults.close()
 
 
 _live: "weakref.WeakSet[Worker]" = weakref.WeakSet()
