@@ -76,6 +76,10 @@ class Sweep(ABC):
     # The clock the run times by and the device's event clock verdict (run_experiment sets it).
     timing: Timing | None = None
     order: int = 1000  # place in the catalogue: the source documents' order (timing first)
+    # True: the guide runs it in a process of its own (a kernel that spins or waits on the
+    # device, register-pressure builds a driver may abort on, another runtime loaded beside
+    # OpenCL); False: it shares the guide's worker process with the others in turn.
+    isolate: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
