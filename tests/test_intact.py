@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pyclperf.tuner import intact, residency
+from pyclperf.measure import intact, residency
 from pyclperf.tuner.arguments import Arguments
 
 CONST_COPY = """

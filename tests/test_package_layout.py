@@ -28,6 +28,8 @@ ALLOWED_UPWARD = {
         "Results.explain() is the roofline's explain on these results",
     ("pyclperf.measure.validate", "pyclperf.views.plot"):
         "a results file names the plot that draws it; its arguments are checked against it",
+    ("pyclperf.guide.worker", "pyclperf.cli"):
+        "the guide's shared worker process runs `pyclperf run` command lines one after another",
 }
 
 

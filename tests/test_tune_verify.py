@@ -143,13 +143,13 @@ def test_inout_argument_is_found_and_restored_before_every_launch(ctx, rng, monk
     from pyclperf.tuner import measure
 
     resets = []
-    timing = measure.time_adaptively
+    timing = measure.collect
 
     def spy(*args, **kwargs):
         resets.append(getattr(kwargs["reset"], "__name__", None))
         return timing(*args, **kwargs)
 
-    monkeypatch.setattr(measure, "time_adaptively", spy)
+    monkeypatch.setattr(measure, "collect", spy)
     a = rng.standard_normal(4096).astype(np.float32)
     b = rng.standard_normal(4096).astype(np.float32)
     want = a + np.float32(2) * b

@@ -124,7 +124,8 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     results = run(args.experiment, ctx, size=args.size, local_size=args.local_size,
                   warmup=args.warmup, repeats=args.repeats, method=args.method,
                   out=out_dir / f"{args.experiment}.jsonl", progress=None,
-                  peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps, min_time_s=args.min_time_s)
+                  peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps, min_time_s=args.min_time_s,
+                  policy=args.timing)
     paths = {"csv": results.to_csv(out_dir / f"{args.experiment}.csv")}
     df = results.df
     x = results.meta["x"]
@@ -285,11 +286,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--local-size", type=int, default=None,
                    help=f"work-group size, for the experiments that take one (default {DEFAULT_LOCAL_SIZE})")
     r.add_argument("--warmup", type=int, default=3, help="untimed launches before timing each point (default 3)")
-    r.add_argument("--repeats", type=int, default=20,
-                   help="least number of timed launches per point; more until --min-time-s adds up (default 20)")
+    r.add_argument("--repeats", type=int, default=None,
+                   help="least number of timed launches per point (default: --timing's; 10 for default)")
     r.add_argument("--min-time-s", type=float, default=None,
-                   help="least total kernel time per point, in seconds: launches continue until it "
-                        "adds up (default 0.02; 0 times exactly --repeats launches)")
+                   help="least total kernel time per point, in seconds (default: --timing's; 0 for default)")
+    r.add_argument("--timing", choices=("default", "thorough", "quick"), default="default",
+                   help="when a point's timing stops: default: once the 95%% confidence interval on "
+                        "the median is within 1%% of it (at least 10 launches, at most 0.25 s); "
+                        "thorough: ten times that measurement (within 0.32%%, at least 100, at most "
+                        "2.5 s); quick: two launches, no interval goal")
     _method_option(r)
     r.add_argument("--peak-gbps", type=float, default=None,
                    help="theoretical device-memory bandwidth, instead of NVML's figures")

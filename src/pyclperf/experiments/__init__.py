@@ -1,5 +1,5 @@
 """The experiment catalogue: one class per experiment id, found by discovery, run through one
-sweep (base.py holds the contract)."""
+engine (base.py holds the contract)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from ..measure.results import Results
 from ._kit import DEFAULT_LOCAL_SIZE
-from .base import _REGISTRY, MIN_TIME_S, Check, Experiment, Launch, Sweep, run_experiment
+from .base import _REGISTRY, Check, Experiment, Launch, Sweep, run_experiment
 
 # Discovery: every module of this package is imported, and every class with an ``id`` registers
 # itself as it is defined (Sweep.__init_subclass__). Adding an experiment is one module here (plus
@@ -54,12 +54,13 @@ def run(
     local_size: int | None = None,
     values: list[int] | None = None,
     warmup: int = 3,
-    repeats: int = 20,
+    repeats: int | None = None,
     method: str = "auto",
     verify: bool = True,
     out: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
     min_time_s: float | None = None,
+    policy: str = "default",
     peak_gbps: float | None = None,
     memory_clock_mhz: float | None = None,
     bus_width_bits: int | None = None,
@@ -72,8 +73,9 @@ def run(
     experiment), ``local_size`` the work-group size (default DEFAULT_LOCAL_SIZE where the
     experiment takes one; refused where it does not), ``values`` the swept parameter's values
     (default: the experiment's), ``out`` a JSON-lines file written as points finish,
-    ``min_time_s`` the least total time of a point's timed launches (adaptive timing; default
-    base.MIN_TIME_S), ``method`` the clock: "auto" (events where the device's event clock passes
+    ``repeats`` the least number of timed launches per point and ``min_time_s`` their least total
+    time (defaults: ``policy``'s), ``policy`` the adaptive timing rule (measure.timing_policy:
+    "default", "thorough" or "quick"), ``method`` the clock: "auto" (events where the device's event clock passes
     its check, else the host clock; pyclperf.device.clocks), "events" or "host". ``peak_gbps``, ``memory_clock_mhz`` with ``bus_width_bits``, and
     ``pcie_gbps`` override the theoretical ceilings NVML would give (``fraction_of_peak``);
     ``options`` go to the experiment's constructor.
@@ -93,7 +95,7 @@ def run(
     experiment = cls.configure(ctx, size=size, local_size=local_size, values=values, **options)
     return run_experiment(experiment, warmup=warmup, repeats=repeats, method=method,
                           verify=verify, out=out, progress=progress, peak=peak,
-                          min_time_s=MIN_TIME_S if min_time_s is None else min_time_s)
+                          min_time_s=min_time_s, policy=policy)
 
 
 @functools.lru_cache(maxsize=None)

@@ -12,8 +12,8 @@ An experiment (``Experiment``) declares:
 * optionally ``skip(point)``: why a point cannot run here (a missing feature), else None.
 
 The base class does the rest, once: skipping, the launch check (the core's validate_launch),
-verifying, adaptive timing (pyclperf.measure.timing.time_adaptively: launches continue until a
-minimum total time), the row (statistics, bandwidth, operations per second, spread and the
+verifying, adaptive timing (pyclperf.measure.timing.collect: rounds of back-to-back launches
+until the median's confidence interval is narrow enough, measure.timing_policy), the row (statistics, bandwidth, operations per second, spread and the
 ``noisy`` flag) and its status (pyclperf.measure.results). Experiments that time something other than
 kernel launches (transfers, batching, timers, peak) subclass ``Sweep`` and write ``measure``.
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -31,19 +31,22 @@ from .. import _core
 from ..device.clocks import Timing, check_method, event_clock, timing_for
 from ..measure.conditions import energy_columns
 from ..measure.residency import conditions_of
-from ..measure.timing import time_adaptively
+from ..measure import timing_policy
+from ..measure.timing import Samples, collect
+from ..measure.timing_policy import Policy, policy_named
 from ..device.peak import PeakBandwidth, theoretical
 from ..measure.plausible import cache_allowance, ceiling_problem, clock_problem, flag
 from ..measure.results import OK, SKIPPED, SUSPECT, Results
 from ..measure.stats import NOISY_SPREAD_PCT
 from ..measure.sweep import base_meta, classify, run_points, timed_row, verdict
 from ._kit import DEFAULT_LOCAL_SIZE, check_launch, table
+from ._notes import noise_note, say_noise, say_suspect
 
-# Adaptive timing: launches continue until their kernel time adds up to this (seconds), so a
-# fast kernel on a CPU device (or a noisy GPU) still gets enough launches for a stable median;
-# never fewer than the ``repeats`` asked for, never more than MAX_REPEATS.
-MIN_TIME_S = 0.02
-MAX_REPEATS = 100_000
+# Adaptive timing (measure.timing_policy, shared with tune()): launches continue until the
+# median's interval is narrow enough; never fewer than the ``repeats`` asked for, never more
+# than MAX_REPEATS, and at least MIN_TIME_S of kernel time (none by default).
+MIN_TIME_S = timing_policy.MIN_TIME_S
+MAX_REPEATS = timing_policy.MAX_SAMPLES
 
 # A step of a launch: a kernel with its arguments bound, its global and its local size.
 Step = tuple[Any, Any, Any]
@@ -74,6 +77,10 @@ class Sweep(ABC):
     # The clock the run times by and the device's event clock verdict (run_experiment sets it).
     timing: Timing | None = None
     order: int = 1000  # place in the catalogue: the source documents' order (timing first)
+    # True: the guide runs it in a process of its own (a kernel that spins or waits on the
+    # device, register-pressure builds a driver may abort on, another runtime loaded beside
+    # OpenCL); False: it shares the guide's worker process with the others in turn.
+    isolate: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -184,7 +191,7 @@ class Check:
 
 
 class _Steps:
-    """A launch's steps seen as one kernel by tuner.timing.time_adaptively: ``time`` gives each
+    """A launch's steps seen as one kernel by measure.timing.time_adaptively: ``time`` gives each
     launch's summed event (or host) times; ``run`` launches once."""
 
     def __init__(self, steps: Sequence[Step]) -> None:
@@ -208,14 +215,16 @@ class _Steps:
 
 
 def time_launch(launch: Launch, *, warmup: int, repeats: int, method: str = "events",
-                min_time_s: float = MIN_TIME_S) -> np.ndarray:
-    """Per-launch times (ns) of ``launch`` by ``method`` ("events" or "host"), adaptively: at
-    least ``repeats`` launches, more until their time adds up to ``min_time_s`` (at most
-    MAX_REPEATS, and within tuner.timing.wall_limit_s of wall time)."""
-    return time_adaptively(_Steps(launch.steps), [], None, warmup=warmup,
-                           min_time_s=min_time_s, min_repeats=repeats,
-                           max_repeats=max(repeats, MAX_REPEATS), reset=launch.reset,
-                           method=method)
+                min_time_s: float = MIN_TIME_S,
+                policy: Policy = timing_policy.DEFAULT) -> Samples:
+    """Per-launch times (ns) of ``launch`` by ``method`` ("events" or "host"), adaptively
+    (measure.timing.collect under ``policy``): at least ``repeats`` launches adding up to at
+    least ``min_time_s``, more until the median's interval is narrow enough (within the
+    policy's caps)."""
+    rule = replace(policy, min_samples=repeats, min_time_s=min_time_s,
+                   max_samples=max(repeats, policy.max_samples))
+    return collect(_Steps(launch.steps), [], None, warmup=warmup, policy=rule,
+                   reset=launch.reset, method=method)
 
 
 class Experiment(Sweep):
@@ -223,6 +232,7 @@ class Experiment(Sweep):
     measures. See the module docstring."""
 
     min_time_s: float = MIN_TIME_S  # run_experiment sets it per run
+    policy: Policy = timing_policy.DEFAULT  # likewise
 
     @abstractmethod
     def launch(self, point: dict[str, Any]) -> Launch:
@@ -261,8 +271,9 @@ class Experiment(Sweep):
                 row.update(result.columns)
             if watch is not None:
                 watch.begin()
-            times = time_launch(launch, warmup=warmup, repeats=repeats, method=method,
-                                min_time_s=self.min_time_s)
+            samples = time_launch(launch, warmup=warmup, repeats=repeats, method=method,
+                                  min_time_s=self.min_time_s, policy=self.policy)
+            times = samples.times
         except _core.ClError as exc:
             # The driver refused or aborted the launch (a kernel's own work-group limit, say):
             # the row keeps what the launch declared and says what OpenCL answered.
@@ -270,6 +281,7 @@ class Experiment(Sweep):
         if watch is not None:
             row.update(watch.end())
         row.update(timed_row(times, launch.nbytes, method))
+        row.update(samples.columns())
         if watch is not None:
             row.update(energy_columns(row, launch.nbytes * len(times), row.get("gbps")))
         if launch.ops is not None:  # e.g. "flops", "gflops" (per second, median), "gflops_best"
@@ -287,26 +299,36 @@ def run_experiment(
     experiment: Sweep,
     *,
     warmup: int = 3,
-    repeats: int = 20,
+    repeats: int | None = None,
     method: str = "auto",
     verify: bool = True,
     out: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
     peak: PeakBandwidth | None = None,
-    min_time_s: float = MIN_TIME_S,
+    min_time_s: float | None = None,
+    policy: str | Policy = "default",
 ) -> Results:
     """Run every point of ``experiment``; ``peak`` defaults to ``theoretical(ctx)`` (NVML).
 
     ``method``: "auto" (events where the device's event clock passes its check, else the host
     clock: pyclperf.device.clocks), "events" or "host"; the metadata says which clock timed the run
     and why (``method``, ``method_asked``, ``method_reason``, ``event_clock``), and so does
-    every timed row (``method``, ``method_reason``). Kernel launches are timed adaptively: at
-    least ``repeats`` of them, more until they add up to ``min_time_s`` seconds. Every timed
+    every timed row (``method``, ``method_reason``). Kernel launches are timed adaptively under
+    ``policy`` (measure.timing_policy: "default", "thorough", "quick" or a Policy): at least
+    ``repeats`` of them (default: the policy's), adding up to at least ``min_time_s`` seconds
+    (default: the policy's), more until the median's confidence interval is within the
+    policy's target; each row says how its timing stopped (``stopped``, ``ci_pct``). Every timed
     row carries its spread (IQR / median, %) and a ``noisy`` flag where that spread exceeds
     stats.NOISY_SPREAD_PCT; a row whose figures the device cannot reach is ``suspect``
     (pyclperf.measure.plausible).
     """
     check_method(method)
+    try:
+        rule = policy_named(policy) if isinstance(policy, str) else policy
+    except ValueError as exc:
+        raise _core.InvalidArgumentError(str(exc)) from None
+    repeats = rule.min_samples if repeats is None else repeats
+    min_time_s = rule.min_time_s if min_time_s is None else min_time_s
     if repeats < 1 or warmup < 0:
         raise _core.InvalidArgumentError(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
     if min_time_s < 0:
@@ -315,6 +337,7 @@ def run_experiment(
     experiment.peak = ceilings
     if isinstance(experiment, Experiment):
         experiment.min_time_s = min_time_s
+        experiment.policy = rule
     # The clock is checked whatever the method: the record says what it is, and experiments
     # that read events on purpose (timers) are held to it.
     clock = event_clock(experiment.ctx)
@@ -323,7 +346,9 @@ def run_experiment(
     meta = base_meta(experiment.ctx, **experiment.meta(), method=timing.method,
                      method_asked=method, method_reason=timing.reason,
                      event_clock=clock.as_meta(), warmup=warmup, repeats=repeats,
-                     min_time_s=min_time_s, verified=verify, noisy_spread_pct=NOISY_SPREAD_PCT,
+                     min_time_s=min_time_s, timing_policy=policy if isinstance(policy, str) else "custom",
+                     rel_target=rule.rel_target, confidence=rule.confidence,
+                     max_wall_s=rule.max_wall_s, verified=verify, noisy_spread_pct=NOISY_SPREAD_PCT,
                      peak_gbps=ceilings.dram_gbps, pcie_gbps=ceilings.pcie_gbps,
                      peak=ceilings.as_meta(), cache_allowance_bytes=allowance)
 
@@ -353,40 +378,6 @@ def run_experiment(
         if out is not None:  # the streamed file's first line predates finish(): rewrite it whole
             results.to_json(out)
     return results
-
-
-def say_noise(results: Results) -> None:
-    """Count the verified rows whose spread exceeds the threshold (``meta["noisy_points"]``) and
-    say so at the end of the conclusion, so no conclusion rests on them silently."""
-    ok = [r for r in results.rows if r.get("status") == OK]
-    noisy = [r for r in ok if r.get("noisy")]
-    results.meta["noisy_points"] = len(noisy)
-    if noisy and results.meta.get("conclusion"):
-        results.meta["conclusion"] += (
-            f" [{len(noisy)} of {len(ok)} verified points noisy: spread over "
-            f"{NOISY_SPREAD_PCT:.0f}% (largest {max(r['spread_pct'] for r in noisy):.0f}%)]")
-
-
-def say_suspect(results: Results) -> None:
-    """Count the suspect rows (``meta["suspect_points"]``) and say so at the end of the
-    conclusion (or as the conclusion, where the experiment draws none)."""
-    suspect = [r for r in results.rows if r.get("status") == SUSPECT]
-    results.meta["suspect_points"] = len(suspect)
-    if not suspect:
-        return
-    note = (f"[{len(suspect)} of {len(results.rows)} points suspect, left out of every "
-            f"conclusion: {suspect[0]['suspect']}"
-            + (" (and the like: column suspect)" if len(suspect) > 1 else "") + "]")
-    text = results.meta.get("conclusion")
-    results.meta["conclusion"] = f"{text} {note}" if text else note
-
-
-def noise_note(row: dict[str, Any]) -> str:
-    """" (noisy: spread 23%)" for a row whose spread exceeds the threshold, else ""."""
-    spread = row.get("spread_pct")
-    if spread is not None and spread > NOISY_SPREAD_PCT:
-        return f" (noisy: spread {spread:.0f}%)"
-    return ""
 
 
 __all__ = ["Check", "DEFAULT_LOCAL_SIZE", "Experiment", "Launch", "MIN_TIME_S", "Sweep",

@@ -103,6 +103,9 @@ class GridSync(Experiment):
                    "vs two launches vs a persistent resident grid, and whether the fence-less variant "
                    "can be caught wrong (Quasar 9.8.2-9.8.3; `--size` is floats)")
     order = 234
+    # The guide runs it in a process of its own: its work-groups coordinate through an atomic
+    # counter and fences, and the fence-less variant is run to see whether it goes wrong.
+    isolate = True
     title = "Single-pass reduction: last work-group vs two launches vs persistent grid"
     x = "variant"
     x_label = "variant"

@@ -59,6 +59,9 @@ class LaunchBounds(Experiment):
     description = ("one arithmetic kernel with and without `reqd_work_group_size`, with registers and "
                    "spills where the driver says (Quasar 9.9; `--size` is work-items)")
     order = 170
+    # The guide runs it in a process of its own: register-heavy builds at every required size: a
+    # driver may abort compiling or launching one.
+    isolate = True
     title = "reqd_work_group_size vs none (launch bounds)"
     x = "work_group_size"
     x_label = "work-group size (work-items)"

@@ -76,6 +76,9 @@ class P2P(Sweep):
     description = ("copies between two GPUs of one host, both ways, over a size sweep, every copy "
                    "verified, beside CUDA's peer copy where CuPy exists")
     order = 45
+    # The guide runs it in a process of its own: opens every device's context and copies between
+    # them.
+    isolate = True
     title = "Device-to-device copies: one shared context, through the host, and CUDA's peer copy"
     x = "size_bytes"
     x_label = "copy size (bytes)"

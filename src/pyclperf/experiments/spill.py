@@ -62,6 +62,9 @@ class Spill(Experiment):
                    "unrolled into registers: updates/s, with registers and spills from the build log "
                    "where the driver reports them (Guide 3.2.3; values are array lengths)")
     order = 208
+    # The guide runs it in a process of its own: dynamically indexed private arrays that spill: a
+    # driver may abort compiling one.
+    isolate = True
     title = "Private arrays: dynamic indexing (local memory) vs unrolled (registers)"
     x = "length"
     x_label = "private array length (floats)"

@@ -68,6 +68,9 @@ class Tiling(Product):
     description = ("Tradeoffs' matmul variants (two outputs per work-item, prefetch, unrolled) against "
                    "the tiled baseline and, where CuPy reaches an NVIDIA GPU, cuBLAS (`--size` is n)")
     order = 120
+    # The guide runs it in a process of its own: loads CuPy (a CUDA context) for its reference
+    # beside OpenCL.
+    isolate = True
     title = "Tiled matrix multiply: work per item, prefetching, unrolling (Tradeoffs)"
     guide = "Tradeoffs (tiled matrix multiply, unrolling, prefetch, tile workload); Guide 3.2.2"
     claim = Claim(

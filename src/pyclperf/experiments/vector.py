@@ -71,6 +71,9 @@ class VectorWidth(Experiment):
                    "byte reversals; its best copy is the device's achievable bandwidth (`--size` is "
                    "bytes)")
     order = 70
+    # The guide runs it in a process of its own: loads CuPy (a CUDA context) for its reference
+    # beside OpenCL.
+    isolate = True
     title = "Access width: vector copies and byte reversal"
     x = "variant"
     x_label = "variant"

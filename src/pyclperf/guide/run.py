@@ -1,8 +1,12 @@
 """``pyclperf guide``: every experiment of the catalogue on one device, one HTML page.
 
-Each experiment runs in its own process (``python -m pyclperf run ...``), so a hang (stopped
-after a per-experiment timeout) or a crash (a driver abort, a segfault) costs that experiment
-only; the page says what happened to it and goes on. One progress bar covers the whole run.
+Experiments that could hang or crash the process (a kernel that spins on the device, another
+runtime loaded beside OpenCL: their class says ``isolate = True``) run each in a process of its
+own (``python -m pyclperf run ...``); the rest run in turn in one long-lived worker process
+(guide/worker.py), which spares a process start-up and an OpenCL context per experiment. Either
+way a hang (stopped after a per-experiment timeout) or a crash (a driver abort, a segfault)
+costs that experiment only (the worker is started again for the next); the page says what
+happened to it and goes on. One progress bar covers the whole run.
 The page itself is built by guide/report.py.
 """
 
@@ -13,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,10 +30,14 @@ from ..measure.results import Results
 # launches per point.
 TIMEOUT_S = 600.0
 QUICK_TIMEOUT_S = 240.0
-# --quick: two timed launches per point, one warm-up, no minimum total time (adaptive timing
-# would otherwise keep launching for 20 ms per point). Sizes stay the experiments' defaults for
-# the device kind, which on a CPU device are already small.
-QUICK_ARGS = ("--repeats", "2", "--warmup", "1", "--min-time-s", "0")
+THOROUGH_TIMEOUT_S = 3600.0
+# --quick: two timed launches per point, one warm-up, no interval goal (measure.timing_policy's
+# "quick"). Sizes stay the experiments' defaults for the device kind, which on a CPU device are
+# already small.
+QUICK_ARGS = ("--timing", "quick", "--warmup", "1")
+# --thorough: ten times the measurement of a default run (measure.timing_policy's "thorough"),
+# for checking that the default run's verdicts are not artefacts of measuring too little.
+THOROUGH_ARGS = ("--timing", "thorough")
 # A comma-separated subset of experiment ids (the test suite's shortcut; empty or "all" = all).
 ONLY_ENV = "PYCLPERF_GUIDE_ONLY"
 
@@ -105,7 +114,12 @@ def run_one(experiment: str, out_dir: Path, device: str | None, quick: bool,
         _, err = proc.communicate()
         status = TIMED_OUT
         err = (err or "") + f"\nstopped after {timeout_s:.0f} s"
-    seconds = time.monotonic() - start
+    return _collect(experiment, out_dir, status, time.monotonic() - start, proc.returncode, err or "")
+
+
+def _collect(experiment: str, out_dir: Path, status: str, seconds: float, returncode: int | None,
+             err: str) -> Outcome:
+    """The outcome of a finished (or stopped) experiment, with the rows its results file holds."""
     path = out_dir / f"{experiment}.jsonl"
     results = None
     if path.is_file():
@@ -114,8 +128,7 @@ def run_one(experiment: str, out_dir: Path, device: str | None, quick: bool,
         except ValueError as exc:
             err = (err or "") + f"\n{exc}"
     tail = "\n".join((err or "").strip().splitlines()[-6:])
-    return Outcome(experiment, outcome_status(status, results), seconds, proc.returncode, tail,
-                   results)
+    return Outcome(experiment, outcome_status(status, results), seconds, returncode, tail, results)
 
 
 def outcome_status(status: str, results: Results | None) -> str:
@@ -131,15 +144,58 @@ def failed(outcome: Outcome) -> bool:
     return outcome.status != PASSED and not outcome.status.startswith(CANNOT_RUN)
 
 
+class Runner:
+    """The guide's default way to run an experiment: in the shared worker process, or in a
+    process of its own where the experiment's class says ``isolate``. Call ``close`` when done."""
+
+    def __init__(self) -> None:
+        from .worker import SharedWorker
+
+        self.worker = SharedWorker()
+        self.logs = tempfile.TemporaryDirectory(prefix="pyclperf-guide-")
+
+    def __call__(self, experiment: str, out_dir: Path, device: str | None, quick: bool,
+                 timeout_s: float, extra: Sequence[str] = ()) -> Outcome:
+        from ..experiments import get
+
+        if getattr(get(experiment), "isolate", False):
+            return run_one(experiment, out_dir, device, quick, timeout_s, extra)
+        return run_shared(experiment, out_dir, device, quick, timeout_s, extra, self.worker,
+                          Path(self.logs.name))
+
+    def close(self) -> None:
+        self.worker.close()
+        self.logs.cleanup()
+
+
+def run_shared(experiment: str, out_dir: Path, device: str | None, quick: bool, timeout_s: float,
+               extra: Sequence[str], worker: Any, log_dir: Path) -> Outcome:
+    """Run one experiment in ``worker`` (guide/worker.py's SharedWorker) and collect what it left."""
+    start = time.monotonic()
+    log = log_dir / f"{experiment}.log"
+    argv = command(experiment, out_dir, device, quick, extra)[3:]  # after "python -m pyclperf"
+    returncode, timed_out = worker.run(argv, log, timeout_s)
+    seconds = time.monotonic() - start
+    err = log.read_text(errors="replace") if log.is_file() else ""
+    if timed_out:
+        status = TIMED_OUT
+        err += f"\nstopped after {timeout_s:.0f} s"
+    else:
+        status = _status(returncode if returncode is not None else -1)
+    return _collect(experiment, out_dir, status, seconds, returncode, err)
+
+
 def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: bool = False,
               timeout_s: float | None = None, only: str | None = None,
-              progress: bool = True, runner: Callable[..., Outcome] = run_one,
+              progress: bool = True, runner: Callable[..., Outcome] | None = None,
               peak_gbps: float | None = None, budget_s: float | None = None,
-              method: str = "auto") -> tuple[Path, list[Outcome]]:
+              method: str = "auto", thorough: bool = False) -> tuple[Path, list[Outcome]]:
     """Run the catalogue (or ``only``) and write ``out/guide.html``; returns its path and the
     outcome of every experiment. ``peak_gbps`` is the theoretical DRAM bandwidth where NVML
     cannot tell (the roofline needs it). ``method`` is every experiment's clock ("auto",
-    "events" or "host", as ``pyclperf run --method``). ``budget_s`` bounds the whole run: each experiment's
+    "events" or "host", as ``pyclperf run --method``). ``thorough`` measures ten times as much per point
+    (measure.timing_policy) for a reference run. ``runner`` runs one experiment (default: a
+    Runner: the shared worker, or a process of its own). ``budget_s`` bounds the whole run: each experiment's
     timeout shrinks to what is left, and those that find nothing left are listed as not run.
     Ctrl-C (or SIGTERM) stops the run; the page is still written with what finished."""
     from tqdm import tqdm
@@ -151,7 +207,10 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     results_dir = out_dir / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     ids = experiment_ids(only if only is not None else os.environ.get(ONLY_ENV))
-    timeout = timeout_s if timeout_s is not None else (QUICK_TIMEOUT_S if quick else TIMEOUT_S)
+    if quick and thorough:
+        raise ValueError("--quick and --thorough contradict each other: give one")
+    timeout = timeout_s if timeout_s is not None else (
+        QUICK_TIMEOUT_S if quick else THOROUGH_TIMEOUT_S if thorough else TIMEOUT_S)
     outcomes: list[Outcome] = []
     start = time.monotonic()
     from ..device.clocks import check_method
@@ -159,23 +218,31 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     extra = ["--peak-gbps", str(peak_gbps)] if peak_gbps else []
     if check_method(method) != "auto":
         extra += ["--method", method]
-    with tqdm(total=len(ids), unit="experiment", disable=not progress, file=sys.stderr) as bar:
-        for name in ids:
-            bar.set_postfix_str(name)
-            left = budget_s - (time.monotonic() - start) if budget_s is not None else timeout
-            if left < 1:
-                outcome = Outcome(name, NOT_RUN, 0.0, None)
-            else:
-                try:
-                    outcome = runner(name, results_dir, device, quick, min(timeout, left), extra)
-                except KeyboardInterrupt:
-                    outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
-                    break
-            outcomes.append(outcome)
-            if outcome.status != PASSED:
-                bar.write(f"{name}: {outcome.status}" + (f" ({outcome.stderr_tail.splitlines()[-1]})"
-                                                         if outcome.stderr_tail else ""))
-            bar.update(1)
+    if thorough:
+        extra += list(THOROUGH_ARGS)
+    own = runner is None
+    run = Runner() if runner is None else runner
+    try:
+        with tqdm(total=len(ids), unit="experiment", disable=not progress, file=sys.stderr) as bar:
+            for name in ids:
+                bar.set_postfix_str(name)
+                left = budget_s - (time.monotonic() - start) if budget_s is not None else timeout
+                if left < 1:
+                    outcome = Outcome(name, NOT_RUN, 0.0, None)
+                else:
+                    try:
+                        outcome = run(name, results_dir, device, quick, min(timeout, left), extra)
+                    except KeyboardInterrupt:
+                        outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
+                        break
+                outcomes.append(outcome)
+                if outcome.status != PASSED:
+                    bar.write(f"{name}: {outcome.status}" + (f" ({outcome.stderr_tail.splitlines()[-1]})"
+                                                             if outcome.stderr_tail else ""))
+                bar.update(1)
+    finally:
+        if own:
+            run.close()  # type: ignore[union-attr]
     page = write_guide(outcomes, out_dir / "guide.html", quick=quick)
     return page, outcomes
 
@@ -188,7 +255,7 @@ def cmd_guide(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _term_as_interrupt)
     page, outcomes = run_guide(args.out, device=args.device, quick=args.quick,
                                timeout_s=args.timeout, only=args.only, peak_gbps=args.peak_gbps,
-                               budget_s=args.budget, method=args.method)
+                               budget_s=args.budget, method=args.method, thorough=args.thorough)
     bad = [o for o in outcomes if failed(o)]
     here = [o for o in outcomes if o.status.startswith(CANNOT_RUN)]
     print(f"{len(outcomes) - len(bad) - len(here)} of {len(outcomes)} experiments passed"
@@ -204,7 +271,7 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter],
                device_option: Callable[[argparse.ArgumentParser], None], epilog: str) -> None:
     g = sub.add_parser(
         "guide", formatter_class=raw, epilog=epilog,
-        help="every experiment on one device, each in its own process, into one HTML page",
+        help="every experiment on one device, into one HTML page",
         description="Run the whole catalogue on one device and write DIR/guide.html: a summary "
                     "table, the device, and per experiment its plot, conclusion, the source "
                     "document's figure beside this device's, and a verdict (holds / changed / "
@@ -212,10 +279,14 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter],
     device_option(g)
     g.add_argument("--out", default="guide", metavar="DIR", help="output folder (default ./guide)")
     g.add_argument("--quick", action="store_true",
-                   help="two timed launches per point and no minimum time: minutes on a CPU device")
+                   help="two timed launches per point and no interval goal: minutes on a CPU device")
+    g.add_argument("--thorough", action="store_true",
+                   help="ten times the measurement per point (pyclperf run --timing thorough): a "
+                        "reference run to check that the default run's verdicts hold")
     g.add_argument("--timeout", type=float, default=None, metavar="S",
                    help=f"seconds one experiment may take before it is stopped "
-                        f"(default {TIMEOUT_S:.0f}, {QUICK_TIMEOUT_S:.0f} with --quick)")
+                        f"(default {TIMEOUT_S:.0f}, {QUICK_TIMEOUT_S:.0f} with --quick, "
+                        f"{THOROUGH_TIMEOUT_S:.0f} with --thorough)")
     g.add_argument("--only", default=None, metavar="IDS",
                    help=f"comma-separated experiment ids to run instead of all (also ${ONLY_ENV})")
     g.add_argument("--budget", type=float, default=None, metavar="S",
@@ -229,5 +300,5 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter],
     g.set_defaults(func=cmd_guide)
 
 
-__all__: Sequence[str] = ["Outcome", "add_parser", "experiment_ids", "failed", "outcome_status",
-                          "run_guide", "run_one"]
+__all__: Sequence[str] = ["Outcome", "Runner", "add_parser", "experiment_ids", "failed", "outcome_status",
+                          "run_guide", "run_one", "run_shared"]

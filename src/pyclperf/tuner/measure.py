@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import _core
@@ -20,7 +20,8 @@ from .arguments import Arguments
 from .console import stderr_text
 from .space import Config, Geometry
 from ..measure.residency import cache_flush, chained, conditions_of, residency_columns
-from ..measure.timing import time_adaptively
+from ..measure import timing_policy
+from ..measure.timing import collect
 from .verdict import inout_note, settle
 from .verification import Verification, unwritten_note
 
@@ -63,9 +64,10 @@ class Job:
     inout: Sequence[Any] = ()     # argument indices/names
     reset_outputs: bool = False
     warmup: int = 3
-    min_time: float = 0.05
-    min_repeats: int = 7
-    max_repeats: int = 1000
+    # The shared timing rule (measure.timing_policy), as the experiments use it.
+    min_time: float = timing_policy.MIN_TIME_S
+    min_repeats: int = timing_policy.MIN_SAMPLES
+    max_repeats: int = timing_policy.MAX_SAMPLES
     pinned: bool = False
     check: str | None = None      # "memory": each configuration's launch first on Oclgrind
     cold: bool = False            # flush the caches before every timed launch
@@ -335,9 +337,12 @@ def _measure(job: Job, config: Config, row: dict[str, Any]) -> None:
     try:
         if watch is not None:
             watch.begin()
-        times = time_adaptively(kernel, g, local, warmup=job.warmup, min_time_s=job.min_time,
-                                min_repeats=job.min_repeats, max_repeats=job.max_repeats,
-                                reset=restore, method=timing.method)
+        policy = replace(timing_policy.DEFAULT, min_samples=job.min_repeats,
+                         min_time_s=job.min_time,
+                         max_samples=max(job.max_repeats, job.min_repeats))
+        samples = collect(kernel, g, local, warmup=job.warmup, policy=policy, reset=restore,
+                          method=timing.method)
+        times = samples.times
     except _core.ClError as exc:
         raise ConfigFailed(LAUNCH_FAILED, str(exc)) from None
     row["benchmark_s"] = time.perf_counter() - t0
@@ -347,7 +352,7 @@ def _measure(job: Job, config: Config, row: dict[str, Any]) -> None:
     seconds = stats["median_ns"] * 1e-9
     row.update(stats, time_ms=stats["median_ns"] * 1e-6, times_ns=[float(t) for t in times],
                verified=job.verification.active, status=OK if job.verification.active else TIMED,
-               error="", method=timing.method)
+               error="", method=timing.method, **samples.columns())
     if timing.reason:
         row["method_reason"] = timing.reason
     row.update(residency_columns(job.arguments, job.ctx.info, inout, seconds, job.cold))

@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..measure.results import INVALID, TIMEOUT, Results
 from ..measure.sweep import RowStream, base_meta
 from . import fingerprint as fp
+from ..measure import timing_policy
 from . import supervisor
 from .declared import kernel_parameter_names
 from .inputs import check_kind, load_source, options_text, static_checks, supervise
@@ -95,9 +96,9 @@ def tune(
     inout: Sequence[int | str] = (),
     metrics: Mapping[str, Callable[[Config, float], float]] | None = None,
     warmup: int = 3,
-    min_time: float = 0.05,
-    min_repeats: int = 7,
-    max_repeats: int = 1000,
+    min_time: float = timing_policy.MIN_TIME_S,
+    min_repeats: int = timing_policy.MIN_SAMPLES,
+    max_repeats: int = timing_policy.MAX_SAMPLES,
     iterations: int | None = None,
     reset_outputs: bool = False,
     pinned: bool = False,
@@ -175,8 +176,11 @@ def tune(
       event clock passes its check against the host clock (pyclperf.device.clocks; once per device and
       driver), else by the host clock; "events" or "host" are obeyed, and events on a clock that
       failed its check make every row ``suspect``. Each row's ``method`` says which clock timed
-      it (``method_reason`` why, where that is not events). Adaptive timing stops topping up
-      after 10x ``min_time`` (+ 0.1 s) of wall time, whatever the clock says.
+      it (``method_reason`` why, where that is not events). Timing follows the experiments'
+      rule (measure.timing_policy): at least ``min_repeats`` launches adding up to ``min_time``,
+      more until the 95% interval on the median is within 1% of it, at most ``max_repeats``
+      and 10x ``min_time`` + 0.25 s of wall time, whatever the clock says; each row says how it
+      stopped (``stopped``, ``ci_pct``).
     * Many devices (``pip install "pyclperf[distributed]"``): ``devices="all"`` (every GPU
       here) or a list of device specs runs the configurations on a local Dask cluster, one
       worker process per device; ``client`` uses an existing Dask cluster instead (see

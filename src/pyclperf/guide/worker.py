@@ -1,0 +1,172 @@
+"""One long-lived process that runs several of the guide's experiments in turn.
+
+Starting a process per experiment costs an interpreter, NumPy, the package and an OpenCL
+context each time (about a second on a GPU host, times the catalogue). The experiments that
+cannot hurt the next one (shipped kernels, nothing that spins on the device or loads another
+runtime: those set ``isolate = True`` and keep a process of their own) share this one.
+
+The guide writes one JSON line per experiment to the worker's stdin: the ``pyclperf`` command
+line to run and a log file; the worker points its stdout and stderr (the file descriptors, so
+the OpenCL driver's own messages go there too) at that log, runs the command as
+``python -m pyclperf`` would, and answers one JSON line with the exit code on a descriptor of
+its own. A hang is the guide's to stop (it kills the worker's process group after the
+experiment's timeout), a crash ends the worker: either way the next experiment starts a new one.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+from typing import IO, Any, Sequence
+
+
+def _run(argv: Sequence[str], log: str) -> int:
+    """``python -m pyclperf *argv`` in this process, its output into ``log``; its exit code."""
+    from ..cli import main
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    try:
+        code: Any = main(list(argv))
+    except SystemExit as exc:  # argparse's refusals, and anything that exits on purpose
+        code = exc.code
+    except BaseException:  # what the process would have died of, printed as it would be
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+        _tidy()
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
+def _tidy() -> None:
+    """Leave nothing of one experiment to the next: its figures, its buffers."""
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+    gc.collect()
+
+
+def serve(requests: IO[str], replies: IO[str]) -> None:
+    """Answer each request line with ``{"rc": exit code}`` until ``requests`` ends."""
+    for line in requests:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        replies.write(json.dumps({"rc": _run(job["argv"], job["log"])}) + "\n")
+        replies.flush()
+
+
+class SharedWorker:
+    """The guide's side: starts the worker when needed, sends it one experiment at a time, and
+    stops it (its whole process group) on a timeout or Ctrl-C."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self.proc is None or self.proc.poll() is not None:
+            # Its own session: Ctrl-C reaches the guide alone, and a stop kills the group.
+            self.proc = subprocess.Popen([sys.executable, "-m", "pyclperf.guide.worker"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, start_new_session=True,
+                                         env={**os.environ, "MPLBACKEND": "Agg"})
+        return self.proc
+
+    def run(self, argv: Sequence[str], log: Path, timeout_s: float) -> tuple[int | None, bool]:
+        """Run ``pyclperf *argv`` in the worker; (exit code, timed out). The exit code is the
+        worker's own (a negative signal number) where it died on the way."""
+        try:
+            return self._ask(argv, log, timeout_s)
+        except KeyboardInterrupt:  # its own session: Ctrl-C did not reach it
+            self.stop()
+            raise
+
+    def _ask(self, argv: Sequence[str], log: Path, timeout_s: float) -> tuple[int | None, bool]:
+        proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write((json.dumps({"argv": list(argv), "log": os.fspath(log)}) + "\n").encode())
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died before reading: its exit code below says how
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            ready = sel.select(timeout=timeout_s)
+        if not ready:
+            self.stop()
+            return None, True
+        line = proc.stdout.readline()  # one reply per request: nothing else is buffered
+        if not line:
+            proc.wait()
+            self._release()
+            return proc.returncode, False
+        return int(json.loads(line)["rc"]), False
+
+    def stop(self) -> None:
+        """Kill the worker and anything it started."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self._release()
+
+    def _release(self) -> None:
+        """Close the pipes to a worker that has ended, and forget it."""
+        if self.proc is not None:
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:  # a write still buffered to a worker that is gone
+                        pass
+        self.proc = None
+
+    def close(self) -> None:
+        """Let the worker finish (its stdin ends), or stop it if it does not within seconds."""
+        if self.proc is None:
+            return
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except (subprocess.TimeoutExpired, BrokenPipeError):
+            self.stop()
+        self._release()
+
+
+def main() -> None:
+    # Replies go on a descriptor of their own: fds 1 and 2 belong to each experiment's log.
+    replies = os.fdopen(os.dup(1), "w", buffering=1)
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)
+    os.close(quiet)
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    serve(sys.stdin, replies)
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__: Sequence[str] = ["SharedWorker", "serve"]
