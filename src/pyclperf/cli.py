@@ -127,6 +127,9 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     if args.devices:
         from pyclperf.fleet import cmd_run_fleet
 
+        if args.cold or args.cold_check:
+            raise ValueError("--cold and --cold-check time one device: leave out --devices")
+
         return cmd_run_fleet(args)
     ctx = pyclperf.Context(args.device)
     # With --json, stdout carries the rows alone (for a pipe); every message goes to stderr.
@@ -137,7 +140,8 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     results = run(args.experiment, ctx, size=args.size, local_size=args.local_size,
                   warmup=args.warmup, repeats=args.repeats, method=args.method,
                   out=out_dir / f"{args.experiment}.jsonl", progress=None,
-                  peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps, min_time_s=args.min_time_s)
+                  peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps, min_time_s=args.min_time_s,
+                  cold=args.cold, cold_check=args.cold_check)
     paths = {"csv": results.to_csv(out_dir / f"{args.experiment}.csv")}
     df = results.df
     x = results.meta["x"]
@@ -277,6 +281,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="theoretical PCIe bandwidth per direction, instead of NVML's figures")
     r.add_argument("--out", default="results", help="output folder (default ./results); one writer per file")
     r.add_argument("--no-plot", action="store_true", help="skip the PNG figure")
+    r.add_argument("--cold", action="store_true",
+                   help="flush the last-level cache before every timed launch (outside the timed "
+                        "events), so a working set that fits in the cache is timed from memory")
+    r.add_argument("--cold-check", action="store_true",
+                   help="after the run, measure again cold the cache-resident points the guide's "
+                        "source figure uses, and record the cold figure (pyclperf guide passes it)")
     r.add_argument("--json", action="store_true",
                    help="print the rows as one JSON array on stdout (messages go to stderr)")
     r.add_argument("--devices", default=None,

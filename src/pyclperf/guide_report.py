@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from . import guide_figures
+from .engine import warmcold
 from .report import _STYLE, figure_png, table_html
 from .results import OK
 
@@ -88,6 +89,9 @@ def _source_block(o: "Outcome", kind: str) -> str:
         line = "no verdict: this device's figure could not be computed (no verified rows for it)"
     else:
         line = f"{fig['verdict']} on this {kind}"
+    warm = warmcold.note(o.results.meta) if o.results is not None else ""
+    if warm:
+        line += f" ({warm})"
     return (f"{table}<p class='verdict {_e(fig['verdict'])}'>Verdict: {_e(line)}</p>")
 
 

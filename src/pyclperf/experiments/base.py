@@ -31,6 +31,7 @@ from .. import _core
 from ..clocks import Timing, check_method, event_clock, timing_for
 from ..engine.conditions import energy_columns
 from ..engine.residency import conditions_of
+from ..engine.warmcold import cold_reset, residency
 from ..engine.timing import time_adaptively
 from ..peak import PeakBandwidth, theoretical
 from ..plausible import cache_allowance, ceiling_problem, clock_problem, flag
@@ -223,6 +224,7 @@ class Experiment(Sweep):
     measures. See the module docstring."""
 
     min_time_s: float = MIN_TIME_S  # run_experiment sets it per run
+    cold: bool = False  # flush the last-level cache before every timed launch (engine.warmcold)
 
     @abstractmethod
     def launch(self, point: dict[str, Any]) -> Launch:
@@ -249,6 +251,8 @@ class Experiment(Sweep):
         if reason:
             return {"status": SKIPPED, "verified": False, "error": reason}
         launch = self.launch(point)
+        if self.cold:
+            launch.reset = cold_reset(self.ctx, launch.reset)
         row: dict[str, Any] = dict(launch.columns)
         for kernel, g, l in launch.steps:
             check_launch(self.id, kernel, g, l)
@@ -294,6 +298,7 @@ def run_experiment(
     progress: bool | None = None,
     peak: PeakBandwidth | None = None,
     min_time_s: float = MIN_TIME_S,
+    cold: bool = False,
 ) -> Results:
     """Run every point of ``experiment``; ``peak`` defaults to ``theoretical(ctx)`` (NVML).
 
@@ -304,7 +309,9 @@ def run_experiment(
     least ``repeats`` of them, more until they add up to ``min_time_s`` seconds. Every timed
     row carries its spread (IQR / median, %) and a ``noisy`` flag where that spread exceeds
     stats.NOISY_SPREAD_PCT; a row whose figures the device cannot reach is ``suspect``
-    (pyclperf.plausible).
+    (pyclperf.plausible). Every row records its working set and whether it fits what the
+    caches may hold (``working_set_bytes``, ``cache_resident``); ``cold`` flushes the
+    last-level cache before every timed launch (engine.warmcold).
     """
     check_method(method)
     if repeats < 1 or warmup < 0:
@@ -315,6 +322,10 @@ def run_experiment(
     experiment.peak = ceilings
     if isinstance(experiment, Experiment):
         experiment.min_time_s = min_time_s
+        experiment.cold = bool(cold)
+    elif cold:
+        raise _core.InvalidArgumentError(f"{experiment.id} times no kernel launches of its own: "
+                                         "cold (a cache flush before each) does not apply")
     # The clock is checked whatever the method: the record says what it is, and experiments
     # that read events on purpose (timers) are held to it.
     clock = event_clock(experiment.ctx)
@@ -325,7 +336,7 @@ def run_experiment(
                      event_clock=clock.as_meta(), warmup=warmup, repeats=repeats,
                      min_time_s=min_time_s, verified=verify, noisy_spread_pct=NOISY_SPREAD_PCT,
                      peak_gbps=ceilings.dram_gbps, pcie_gbps=ceilings.pcie_gbps,
-                     peak=ceilings.as_meta(), cache_allowance_bytes=allowance)
+                     peak=ceilings.as_meta(), cache_allowance_bytes=allowance, cold=bool(cold))
 
     def measure(point: dict[str, Any]) -> dict[str, Any]:
         row = experiment.measure(point, warmup=warmup, repeats=repeats, method=timing.method,
@@ -339,6 +350,7 @@ def run_experiment(
             row["noisy"] = bool(row["spread_pct"] > NOISY_SPREAD_PCT)
         if timing.reason and row.get("method") == timing.method:
             row["method_reason"] = timing.reason
+        row.update(residency(experiment.footprint_bytes(whole), allowance, bool(cold)))
         source = ceilings.dram_source if kind == "dram" else ceilings.pcie_source
         flag(row, [clock_problem(whole, clock),
                    ceiling_problem(whole, kind=kind, ceiling_gbps=ceiling, source=source,
