@@ -1,7 +1,7 @@
 """Warm and cold figures of the experiments: which rows were timed with their working set in
 the cache, launches that flush it first, and whether a guide figure taken warm changes cold.
 
-* Each experiment row records its working set (the experiment's footprint_bytes: the distinct
+* Each experiment row held against DRAM records its working set (footprint_bytes: the distinct
   bytes a launch touches), ``cache_resident`` (it fits what the caches in front of memory may
   hold, plausible.cache_allowance, and was not timed cold) and ``cold``.
 * ``cold=True`` (``pyclperf run --cold``) flushes the last-level cache before every timed

@@ -350,7 +350,10 @@ def run_experiment(
             row["noisy"] = bool(row["spread_pct"] > NOISY_SPREAD_PCT)
         if timing.reason and row.get("method") == timing.method:
             row["method_reason"] = timing.reason
-        row.update(residency(experiment.footprint_bytes(whole), allowance, bool(cold)))
+        # Residency matters where the row is held against DRAM: not for PCIe transfers, local
+        # memory or instruction throughput (whose data sits in caches whatever happens).
+        footprint = experiment.footprint_bytes(whole) if kind == "dram" else None
+        row.update(residency(footprint, allowance, bool(cold)))
         source = ceilings.dram_source if kind == "dram" else ceilings.pcie_source
         flag(row, [clock_problem(whole, clock),
                    ceiling_problem(whole, kind=kind, ceiling_gbps=ceiling, source=source,
