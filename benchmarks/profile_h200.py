@@ -7,7 +7,9 @@
 2. Its DRAM read ceiling against a CUDA float4 read (sum) kernel through CuPy
    (pyclperf.reference.cuda, fastest launch shape, verified), timed by CUDA events around 20
    back-to-back launches, in batches, over the same number of bytes: at least 0.99x.
-3. The last-level cache size it found against CUDA's ``l2CacheSize``
+3. The last-level cache size it found (where the curves reach DRAM; steps inside it, such as
+   the H200's far-partition step at about half its L2, are not levels) against CUDA's
+   ``l2CacheSize``
    (``cupy.cuda.runtime.getDeviceProperties(0)``): within 25%; its read bandwidth beside
    gpu-benches' published H200 L2 figures (9.1-13.5 TB/s).
 4. Its DRAM read and FP32 ceilings against clpeak's global-memory bandwidth and
@@ -136,15 +138,17 @@ def clpeak_figures(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def last_level(data: dict[str, Any]) -> dict[str, Any] | None:
-    """The last-level cache the profile found: the largest level both curves show (a knee in
-    the read bandwidth and one in the load latency), else the largest the bandwidth shows, else
-    the largest of any kind."""
+    """The last-level cache the profile found: the level where the curves reach DRAM (its
+    steps inside, such as an L2 partition's, are not levels of their own)."""
     levels = data["caches"]
-    for pool in ([c for c in levels if len(c["found_from"]) == 2],
-                 [c for c in levels if "bandwidth" in c["found_from"]], levels):
-        if pool:
-            return max(pool, key=lambda c: c["size_bytes"])
-    return None
+    last = [c for c in levels if c.get("last")]
+    return last[-1] if last else None
+
+
+def level_text(level: dict[str, Any]) -> str:
+    """The level's name and what it was found from, with the steps inside it."""
+    steps = "; ".join(f"{s['label']} at {s['size_bytes'] / (1 << 20):.1f} MiB" for s in level.get("steps", []))
+    return f"{level['name']}, from {' and '.join(level['found_from'])}" + (f"; {steps}" if steps else "")
 
 
 def _value(fig: dict[str, Any] | None) -> float | None:
@@ -185,7 +189,7 @@ def rows_of(prof: dict[str, Any], cuda: dict[str, Any], l2: dict[str, Any],
              f"clpeak global memory bandwidth, best ({source})", ">= 1.0x", minimum=1.0),
         _row("FP32", fp32, "GFLOP/s", clpeak.get("fp32_gflops"),
              f"clpeak single-precision compute, best ({source})", ">= 0.97x", minimum=0.97),
-        _row(f"last-level cache size ({level['name']}, from {' and '.join(level['found_from'])})"
+        _row(f"last-level cache size ({level_text(level)})"
              if level else "last-level cache size (none found)", level["size_bytes"] if level else None,
              "bytes", l2.get("l2_bytes"), "cudaDeviceProp.l2CacheSize (CuPy)" if "l2_bytes" in l2
              else l2.get("skipped"), f"within {L2_TOLERANCE:.0%}", tolerance=L2_TOLERANCE),

@@ -171,8 +171,10 @@ def synthetic_profile() -> Profile:
                     local=_figure(2000.0), fp32=_figure(10000.0, "GFLOP/s"))
     level = {"found_from": ["bandwidth"], "bandwidth_knee_bytes": None, "latency_knee_bytes": None,
              "bracket_bytes": [1, 2], "latency": None}
-    caches = [dict(level, name="L1", size_bytes=64 << 10, read=_figure(1000.0)),
-              dict(level, name="L2", size_bytes=4 << 20, read=_figure(500.0))]
+    caches = [dict(level, name="L1", label="L1/local-cache-sized", last=False, steps=[],
+                   size_bytes=64 << 10, read=_figure(1000.0)),
+              dict(level, name="L2", label="last-level cache", last=True, steps=[],
+                   size_bytes=4 << 20, read=_figure(500.0))]
     return Profile({"schema": store.SCHEMA, "created": "", "pyclperf_version": "0", "quick": True,
                     "seconds": 1.0, "key": "k", "device": {"name": "synthetic", "vendor": "", "type": "GPU",
                                                           "compute_units": 1, "global_mem_bytes": 1},

@@ -104,3 +104,53 @@ def test_complex_and_integer_answers(rng):
     j = i.copy()
     j[7] += 1
     assert v.bad(i, i) is None and np.flatnonzero(v.bad(j, i)).tolist() == [7]
+
+
+def _mixed(rng, n, every=7):
+    """Data near 1 with a subnormal at every ``every``-th element, some of them large ones
+    (k * 2**-149 with k up to 2**23, far above the old catch-all of small ones)."""
+    x = rng.standard_normal(n).astype(np.float32)
+    k = rng.integers(1, 1 << 23, n // every + 1, dtype=np.uint32)
+    x[::every] = k[: x[::every].size].view(np.float32) * np.where(rng.random(x[::every].size) < 0.5, -1, 1).astype(np.float32)
+    return x
+
+
+def test_subnormals_written_as_zero_are_wrong_among_data_near_one(rng):
+    """The data's scale (rtol times a median of about 0.7) is far above every subnormal: the
+    default tolerance alone passed a flush to zero there. Judged relatively, each flushed
+    element is a mismatch, and only those; a given atol still accepts them."""
+    want = _mixed(rng, 4096)
+    sub = (want != 0) & (np.abs(want) < np.finfo(np.float32).tiny)
+    assert sub.sum() > 500 and (np.abs(want[sub]) > 2.0**-134).any()
+    got = np.where(sub, np.float32(0), want)
+    v = Verification()
+    assert np.array_equal(v.bad(got, want), sub)
+    detail = v._report(v.bad(got, want), got, want)
+    assert f"{int(sub.sum())} of them are subnormal expected values written as zero" in detail
+    assert Verification(atol=1e-30).bad(got, want) is None
+    doubled = np.where(sub, want * np.float32(2), want)  # another subnormal: wrong too
+    assert np.array_equal(v.bad(doubled, want), sub)
+
+
+def test_a_one_ulp_difference_passes_at_every_scale(rng):
+    """An FMA's single rounding against NumPy's two: ulps of a * b, on a result that may
+    cancel; and one step on a large subnormal (relative 1e-6, under rtol)."""
+    n = 1 << 16
+    a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    want = a * b + c
+    got = (a.astype(np.float64) * b + c).astype(np.float32)
+    assert (got != want).sum() > 1000
+    assert Verification().bad(got, want) is None
+    big_sub = np.full(64, 2.0**-127, np.float32)  # 2**22 steps of 2**-149
+    assert Verification().bad(np.nextafter(big_sub, np.float32(1)), big_sub) is None
+    assert Verification().bad(np.zeros_like(big_sub), big_sub) is not None
+
+
+def test_a_kernel_that_flushes_subnormals_is_a_wrong_result(ctx, rng):
+    x = _mixed(rng, 1 << 12)
+    flush = "(fabs(x[i]) < FLT_MIN ? 0.0f : x[i])"
+    row = _run(ctx, flush, x)
+    assert row["status"] == "wrong result", row
+    assert "subnormal expected values written as zero" in row["error"]
+    assert _run(ctx, "x[i]", x)["status"] == "ok"
+    assert _run(ctx, flush, x, atol=1e-30)["status"] == "ok"

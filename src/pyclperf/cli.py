@@ -114,6 +114,9 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     if args.devices:
         from pyclperf.views.fleet import cmd_run_fleet
 
+        if args.cold or args.cold_check:
+            raise ValueError("--cold and --cold-check time one device: leave out --devices")
+
         return cmd_run_fleet(args)
     ctx = pyclperf.Context(args.device)
     # With --json, stdout carries the rows alone (for a pipe); every message goes to stderr.
@@ -125,7 +128,7 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
                   warmup=args.warmup, repeats=args.repeats, method=args.method,
                   out=out_dir / f"{args.experiment}.jsonl", progress=None,
                   peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps, min_time_s=args.min_time_s,
-                  policy=args.timing)
+                  policy=args.timing, cold=args.cold, cold_check=args.cold_check)
     paths = {"csv": results.to_csv(out_dir / f"{args.experiment}.csv")}
     df = results.df
     x = results.meta["x"]
@@ -235,12 +238,7 @@ def _compare_guides(args: argparse.Namespace) -> int:
     result = guide_compare.load_pair(args.a, args.b)
     print(json.dumps(result, indent=1) if args.json else guide_compare.format_text(result))
     if args.csv:
-        import csv
-
-        with open(args.csv, "w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=list(result["rows"][0]) if result["rows"] else ["id"])
-            writer.writeheader()
-            writer.writerows(result["rows"])
+        guide_compare.write_csv(result, args.csv)
         print(f"wrote {args.csv}", file=sys.stderr if args.json else sys.stdout)
     return EXIT_OK
 
@@ -302,6 +300,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="theoretical PCIe bandwidth per direction, instead of NVML's figures")
     r.add_argument("--out", default="results", help="output folder (default ./results); one writer per file")
     r.add_argument("--no-plot", action="store_true", help="skip the PNG figure")
+    r.add_argument("--cold", action="store_true",
+                   help="flush the last-level cache before every timed launch (outside the timed "
+                        "events), so a working set that fits in the cache is timed from memory")
+    r.add_argument("--cold-check", action="store_true",
+                   help="after the run, measure again cold the cache-resident points the guide's "
+                        "source figure uses, and record the cold figure (pyclperf guide passes it)")
     r.add_argument("--json", action="store_true",
                    help="print the rows as one JSON array on stdout (messages go to stderr)")
     r.add_argument("--devices", default=None,

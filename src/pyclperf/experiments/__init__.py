@@ -65,6 +65,8 @@ def run(
     memory_clock_mhz: float | None = None,
     bus_width_bits: int | None = None,
     pcie_gbps: float | None = None,
+    cold: bool = False,
+    cold_check: bool = False,
     **options: Any,
 ) -> Results:
     """Run experiment ``name`` on ``ctx`` (default: pyclperf.Context()) and return its Results.
@@ -78,7 +80,9 @@ def run(
     "default", "thorough" or "quick"), ``method`` the clock: "auto" (events where the device's event clock passes
     its check, else the host clock; pyclperf.device.clocks), "events" or "host". ``peak_gbps``, ``memory_clock_mhz`` with ``bus_width_bits``, and
     ``pcie_gbps`` override the theoretical ceilings NVML would give (``fraction_of_peak``);
-    ``options`` go to the experiment's constructor.
+    ``options`` go to the experiment's constructor. ``cold`` flushes the last-level cache
+    before every timed launch; ``cold_check`` measures again cold the cache-resident points
+    the guide's source figure uses (``meta["warm_cold"]``; engine.warmcold).
 
     Ctrl-C returns the finished points with ``meta["interrupted"]`` (``out`` records it too).
     A full disk (or an ``out`` that cannot be written) stops the sweep with ResultsWriteError:
@@ -93,9 +97,19 @@ def run(
     peak = theoretical(ctx, peak_gbps=peak_gbps, memory_clock_mhz=memory_clock_mhz,
                        bus_width_bits=bus_width_bits, pcie_gbps=pcie_gbps)
     experiment = cls.configure(ctx, size=size, local_size=local_size, values=values, **options)
-    return run_experiment(experiment, warmup=warmup, repeats=repeats, method=method,
-                          verify=verify, out=out, progress=progress, peak=peak,
-                          min_time_s=min_time_s, policy=policy)
+    results = run_experiment(experiment, warmup=warmup, repeats=repeats, method=method,
+                             verify=verify, out=out, progress=progress, peak=peak,
+                             min_time_s=min_time_s, policy=policy, cold=cold)
+    if cold_check and not cold and not results.meta.get("interrupted"):
+        from ._warmcold import cold_check as check
+
+        found = check(experiment, results, warmup=warmup, repeats=repeats,
+                      method=results.meta.get("method", method))
+        if found is not None:
+            results.meta["warm_cold"] = found
+            if out is not None:
+                results.to_json(out)
+    return results
 
 
 @functools.lru_cache(maxsize=None)

@@ -36,11 +36,12 @@ from ..measure.timing import Samples, collect
 from ..measure.timing_policy import Policy, policy_named
 from ..device.peak import PeakBandwidth, theoretical
 from ..measure.plausible import cache_allowance, ceiling_problem, clock_problem, flag
-from ..measure.results import OK, SKIPPED, SUSPECT, Results
+from ..measure.results import OK, SKIPPED, Results
 from ..measure.stats import NOISY_SPREAD_PCT
 from ..measure.sweep import base_meta, classify, run_points, timed_row, verdict
 from ._kit import DEFAULT_LOCAL_SIZE, check_launch, table
 from ._notes import noise_note, say_noise, say_suspect
+from ._warmcold import cold_reset, residency
 
 # Adaptive timing (measure.timing_policy, shared with tune()): launches continue until the
 # median's interval is narrow enough; never fewer than the ``repeats`` asked for, never more
@@ -233,6 +234,7 @@ class Experiment(Sweep):
 
     min_time_s: float = MIN_TIME_S  # run_experiment sets it per run
     policy: Policy = timing_policy.DEFAULT  # likewise
+    cold: bool = False  # flush the last-level cache before every timed launch (experiments/_warmcold.py)
 
     @abstractmethod
     def launch(self, point: dict[str, Any]) -> Launch:
@@ -259,6 +261,8 @@ class Experiment(Sweep):
         if reason:
             return {"status": SKIPPED, "verified": False, "error": reason}
         launch = self.launch(point)
+        if self.cold:
+            launch.reset = cold_reset(self.ctx, launch.reset)
         row: dict[str, Any] = dict(launch.columns)
         for kernel, g, l in launch.steps:
             check_launch(self.id, kernel, g, l)
@@ -307,6 +311,7 @@ def run_experiment(
     peak: PeakBandwidth | None = None,
     min_time_s: float | None = None,
     policy: str | Policy = "default",
+    cold: bool = False,
 ) -> Results:
     """Run every point of ``experiment``; ``peak`` defaults to ``theoretical(ctx)`` (NVML).
 
@@ -320,7 +325,9 @@ def run_experiment(
     policy's target; each row says how its timing stopped (``stopped``, ``ci_pct``). Every timed
     row carries its spread (IQR / median, %) and a ``noisy`` flag where that spread exceeds
     stats.NOISY_SPREAD_PCT; a row whose figures the device cannot reach is ``suspect``
-    (pyclperf.measure.plausible).
+    (pyclperf.measure.plausible). Every row records its working set and whether it fits what the
+    caches may hold (``working_set_bytes``, ``cache_resident``); ``cold`` flushes the
+    last-level cache before every timed launch (experiments/_warmcold.py).
     """
     check_method(method)
     try:
@@ -338,6 +345,10 @@ def run_experiment(
     if isinstance(experiment, Experiment):
         experiment.min_time_s = min_time_s
         experiment.policy = rule
+        experiment.cold = bool(cold)
+    elif cold:
+        raise _core.InvalidArgumentError(f"{experiment.id} times no kernel launches of its own: "
+                                         "cold (a cache flush before each) does not apply")
     # The clock is checked whatever the method: the record says what it is, and experiments
     # that read events on purpose (timers) are held to it.
     clock = event_clock(experiment.ctx)
@@ -350,7 +361,7 @@ def run_experiment(
                      rel_target=rule.rel_target, confidence=rule.confidence,
                      max_wall_s=rule.max_wall_s, verified=verify, noisy_spread_pct=NOISY_SPREAD_PCT,
                      peak_gbps=ceilings.dram_gbps, pcie_gbps=ceilings.pcie_gbps,
-                     peak=ceilings.as_meta(), cache_allowance_bytes=allowance)
+                     peak=ceilings.as_meta(), cache_allowance_bytes=allowance, cold=bool(cold))
 
     def measure(point: dict[str, Any]) -> dict[str, Any]:
         row = experiment.measure(point, warmup=warmup, repeats=repeats, method=timing.method,
@@ -364,6 +375,10 @@ def run_experiment(
             row["noisy"] = bool(row["spread_pct"] > NOISY_SPREAD_PCT)
         if timing.reason and row.get("method") == timing.method:
             row["method_reason"] = timing.reason
+        # Residency matters where the row is held against DRAM: not for PCIe transfers, local
+        # memory or instruction throughput (whose data sits in caches whatever happens).
+        footprint = experiment.footprint_bytes(whole) if kind == "dram" else None
+        row.update(residency(footprint, allowance, bool(cold)))
         source = ceilings.dram_source if kind == "dram" else ceilings.pcie_source
         flag(row, [clock_problem(whole, clock),
                    ceiling_problem(whole, kind=kind, ceiling_gbps=ceiling, source=source,

@@ -110,4 +110,15 @@ def format_text(result: dict[str, Any]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-__all__: Sequence[str] = ["ABSENT", "compare_guides", "format_text", "is_guide_file", "load_pair"]
+def write_csv(result: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """The compared verdicts, one row per experiment or recommendation, as CSV."""
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(result["rows"][0]) if result["rows"] else ["id"])
+        writer.writeheader()
+        writer.writerows(result["rows"])
+
+
+__all__: Sequence[str] = ["ABSENT", "compare_guides", "format_text", "is_guide_file", "load_pair",
+                          "write_csv"]

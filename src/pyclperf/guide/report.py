@@ -14,6 +14,7 @@ from . import record as guide_json
 from . import scorecard as guide_scorecard
 from ..views.report import _STYLE, figure_png, table_html
 from ..measure.results import OK
+from ..experiments import _warmcold as warmcold
 
 if TYPE_CHECKING:
     from .run import Outcome
@@ -110,8 +111,10 @@ def _source_block(o: "Outcome", kind: str) -> str:
              f"<td>{_num(rec['device_ratio'])}</td><td>{_interval(rec)}</td>"
              f"<td>{_num(ratio)}</td></tr></table>")
     css = str(rec["verdict"]).replace(" ", "-")
+    warm = warmcold.note(o.results.meta) if o.results is not None else ""
+    reason = f"{rec['reason']} ({warm})" if warm else rec["reason"]
     return (f"{table}<p class='verdict {_e(css)}'>Verdict on this {kind}: {_e(rec['verdict'])}"
-            f"</p><p class='meta'>{_e(rec['reason'])}</p>")
+            f"</p><p class='meta'>{_e(reason)}</p>")
 
 
 def _section(o: "Outcome", kind: str) -> str:

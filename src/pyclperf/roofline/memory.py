@@ -11,14 +11,17 @@
   cycle over its set twice, seconds of host time at 256 MiB). Knees are found in both curves
   (knees.py), measured again between the points around each knee (reads of any size with
   ceilings.cl's read_any; chases of any size with the experiment's own kernel, only for a knee
-  no read knee sizes), and found once more. A bandwidth knee and a latency knee within a factor
-  of 2.5 of each other are one level, sized by the bandwidth knee; each level gets the read
-  bandwidth and load latency of its plateau.
+  no read knee sizes), and found once more. Levels come from the knees (levels.py): a
+  bandwidth knee and a latency knee within a factor of 2.5 of each other are one boundary; a
+  boundary within 2x below the next is a step inside that level (an H200's L2 partitions); the
+  last level ends where the curves reach DRAM. Each level gets the read bandwidth and load
+  latency of its best plateau, each step the plateaus after it.
 * Host <-> device: the ``transfer`` experiment's rig, pinned and pageable, both directions.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -31,12 +34,13 @@ from ..experiments.workingset import WorkingSet, default_sizes, pow2_floor
 from ..measure.results import OK
 from ..measure.stats import MiB
 from . import knees as K
+from . import levels as L
 from .record import Effort, Figure, from_row, guarded, missing, rate, timings
 
 AGREE = 1.15  # read_any and ws_read must agree this closely to share a curve
 FINAL_TIME = 5  # the chosen shape's figure is timed this many times longer than the search
 MAX_REFINED = 3  # knees refined per curve, the largest steps first (each costs a few points)
-MATCH = 2.5  # a bandwidth knee and a latency knee this close in size are one level
+MATCH = L.MATCH  # a bandwidth knee and a latency knee this close in size are one level
 
 
 def dram_bytes(info: Any, quick: bool) -> int:
@@ -254,25 +258,44 @@ class CacheSweep:
                 "n": len(on), "range_pct": 100.0 * (plateau.spread - 1.0),
                 "sizes": [int(plateau.low_size), int(plateau.high_size)]}
 
-    def levels(self) -> list[dict[str, Any]]:
-        """The cache levels, smallest first."""
-        bw, lat = self.knees("read"), self.knees("chase")
+    def levels(self, reported_bytes: int | None = None) -> list[dict[str, Any]]:
+        """The cache levels, smallest first (levels.py: knees inside one level are its steps,
+        the last is where the curves reach DRAM); ``reported_bytes`` (the device's
+        global-memory cache size) is set beside the level nearest it in size."""
+        found = L.levels(self.knees("read"), self.knees("chase"))
         out = []
-        for i, (b, l) in enumerate(K.match(bw, lat, within=MATCH)):
-            used = b or l
-            assert used is not None
-            level = {"name": f"L{i + 1}", "size_bytes": int(round(used.size)),
-                     "found_from": [k for k, v in (("bandwidth", b), ("latency", l)) if v],
-                     "bandwidth_knee_bytes": int(round(b.size)) if b else None,
-                     "latency_knee_bytes": int(round(l.size)) if l else None,
-                     "bracket_bytes": [int(used.below), int(used.above)],
-                     "read": self.plateau_figure("read", b.before) if b else None,
-                     "latency": self.plateau_figure("chase", l.before) if l else None}
-            if b is None:
-                level["read_note"] = ("no step in the read curve here: the read kernel runs at "
+        for level in found:
+            group = [*level.steps, level.end]
+            bw = next((g.bandwidth for g in group if g.bandwidth), None)
+            lat = next((g.latency for g in group if g.latency), None)
+            end = level.end
+            entry: dict[str, Any] = {
+                "name": level.name, "label": level.label, "last": level.last,
+                "size_bytes": int(round(end.size)),
+                "found_from": [k for k in ("bandwidth", "latency") if any(k in g.found_from for g in group)],
+                "bandwidth_knee_bytes": int(round(end.bandwidth.size)) if end.bandwidth else None,
+                "latency_knee_bytes": int(round(end.latency.size)) if end.latency else None,
+                "bracket_bytes": [int(end.knee.below), int(end.knee.above)],
+                "read": self.plateau_figure("read", bw.before) if bw else None,
+                "latency": self.plateau_figure("chase", lat.before) if lat else None,
+                "steps": [self._step(s, level.label) for s in level.steps]}
+            if bw is None:
+                entry["read_note"] = ("no step in the read curve here: the read kernel runs at "
                                       "the next level's rate, so this level adds no roof")
-            out.append(level)
+            out.append(entry)
+        if reported_bytes and out:
+            near = min(out, key=lambda e: abs(math.log(e["size_bytes"] / reported_bytes)))
+            near["reported_bytes"] = int(reported_bytes)
         return out
+
+    def _step(self, step: L.Boundary, label: str) -> dict[str, Any]:
+        """A boundary inside a level: its size, and the plateaus the curves reach after it."""
+        b, l = step.bandwidth, step.latency
+        return {"label": f"step inside the {label}", "size_bytes": int(round(step.size)),
+                "found_from": step.found_from,
+                "bracket_bytes": [int(step.knee.below), int(step.knee.above)],
+                "read_after": self.plateau_figure("read", b.after) if b else None,
+                "latency_after": self.plateau_figure("chase", l.after) if l else None}
 
     def dram_latency(self) -> Figure:
         """Load latency past every cache: the chase curve's last plateau where it reaches the
@@ -300,7 +323,8 @@ def caches(ctx: Any, effort: Effort, top: int | None = None) -> dict[str, Any]:
     sweep = CacheSweep(ctx, effort, cache_sizes(ctx.info, top))
     sweep.sweep()
     sweep.refine()
-    return {"levels": sweep.levels(), "dram_latency": sweep.dram_latency(),
+    return {"levels": sweep.levels(int(ctx.info.global_mem_cache_bytes) or None),
+            "dram_latency": sweep.dram_latency(),
             "curves": {"read": sweep.points("read"), "chase": sweep.points("chase"),
                        "grid": sweep.exp.grid, "local_size": sweep.exp.local_size,
                        "chase_steps": sweep.exp.steps, "min_bytes": sweep.exp.min_bytes,

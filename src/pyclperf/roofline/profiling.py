@@ -128,8 +128,12 @@ class Profile:
         lines.append(f"  cache levels found (the device reports a {size_text(reported)} "
                      "global-memory cache):" if reported else "  cache levels found:")
         for level in self.caches:
-            parts = [f"{level['name']} {size_text(level['size_bytes'])} (from {' and '.join(level['found_from'])}"
-                     f", between {size_text(level['bracket_bytes'][0])} and {size_text(level['bracket_bytes'][1])})"]
+            parts = [f"{level['name']} {size_text(level['size_bytes'])}, {level.get('label', 'cache level')} "
+                     f"(from {' and '.join(level['found_from'])}, between "
+                     f"{size_text(level['bracket_bytes'][0])} and {size_text(level['bracket_bytes'][1])})"]
+            if level.get("reported_bytes"):
+                parts.append(f"the device reports {size_text(level['reported_bytes'])} "
+                             f"({level['size_bytes'] / level['reported_bytes']:.2f}x)")
             if usable(level.get("read")):
                 slow = level["read"]["value"] <= (self.value("dram_read") or 0.0)
                 parts.append(f"read {level['read']['value']:,.1f} GB/s"
@@ -137,6 +141,11 @@ class Profile:
             if usable(level.get("latency")):
                 parts.append(f"latency {level['latency']['value']:.1f} ns")
             lines.append("    " + ", ".join(parts))
+            for step in level.get("steps", []):
+                after = step.get("read_after")
+                lines.append(f"      {step['label']} at {size_text(step['size_bytes'])} (from "
+                             f"{' and '.join(step['found_from'])})"
+                             + (f": read {after['value']:,.1f} GB/s after it" if usable(after) else ""))
         if not self.caches:
             lines.append("    none (no knee in the working-set curves)")
         return "\n".join(lines)

@@ -117,6 +117,9 @@ def structural_problem(data: Any) -> str:
     for i, level in enumerate(data["caches"]):
         if not isinstance(level, dict) or not isinstance(level.get("size_bytes"), int):
             return f"cache level {i} has no integer size_bytes"
+        absent = [k for k in schema()["$defs"]["level"]["required"] if k not in level]
+        if absent:  # a profile of before levels were told from steps inside them
+            return f"cache level {i} lacks {absent[0]!r}"
         for part in ("read", "latency"):
             if level.get(part) is not None:
                 problem = _figure_problem(f"cache level {i} {part}", level[part])

@@ -123,14 +123,27 @@ class Verification:
         return float(self.rtol) * typical_magnitude(want)
 
     def bad(self, got: np.ndarray, want: np.ndarray) -> np.ndarray | None:
-        """The mask of elements of ``got`` that do not match ``want``; None when all match."""
+        """The mask of elements of ``got`` that do not match ``want``; None when all match.
+        With the default tolerance, a nonzero subnormal expected value is judged by ``rtol``
+        alone (see subnormal_wants): the data's scale would swallow it, a flush to zero
+        included."""
         if np.array_equal(got, want):  # the common case, at memory speed (NaN is never equal)
             return None
         if got.dtype.kind in "fc":
             mask = _outside(got, want, self.rtol, self.tolerance(want))
+            if self.atol is None and got.dtype.kind == "f":
+                mask |= _outside(got, want, self.rtol, 0.0) & subnormal_wants(want)
         else:
             mask = got != want
         return mask if mask.any() else None
+
+    def element_atol(self, want: np.ndarray, flat_index: int) -> float:
+        """The absolute part of one element's tolerance (0 for a subnormal expected value
+        under the default tolerance)."""
+        if (self.atol is None and want.dtype.kind == "f"
+                and bool(subnormal_wants(want.reshape(-1)[flat_index: flat_index + 1])[0])):
+            return 0.0
+        return self.tolerance(want)
 
     def masks(self, outputs: Sequence[Any], expected: Sequence[Any]) -> dict[int, np.ndarray | None]:
         """Per checked argument, the mask of its elements that do not match (None: all do)."""
@@ -166,11 +179,17 @@ class Verification:
     def _report(self, bad: np.ndarray, got: np.ndarray, want: np.ndarray) -> str:
         if got.dtype.kind not in "fc":
             return first_mismatch(bad, got, want, "elements", unravel=True)
-        atol = self.tolerance(want)
         wide = want.reshape(-1)
-        return first_mismatch(
+        detail = first_mismatch(
             bad, got, want, "elements", " by more than the tolerance",
-            lambda i: f" (tolerance {atol + self.rtol * float(abs(wide[i])):.3g})", unravel=True)
+            lambda i: f" (tolerance {self.element_atol(want, i) + self.rtol * float(abs(wide[i])):.3g})",
+            unravel=True)
+        flushed = bad.reshape(-1) & (got.reshape(-1) == 0) if got.dtype.kind == "f" else None
+        if self.atol is None and flushed is not None and (flushed & subnormal_wants(wide)).any():
+            count = int((flushed & subnormal_wants(wide)).sum())
+            detail += (f"; {count} of them are subnormal expected values written as zero (a "
+                       "device that flushes subnormals does this; give atol to accept it)")
+        return detail
 
 
 # How many elements typical_magnitude looks at, evenly spaced: enough for a steady median,
@@ -187,6 +206,19 @@ def typical_magnitude(want: np.ndarray) -> float:
     with np.errstate(invalid="ignore"):
         sample = sample[np.isfinite(sample) & (sample > 0)]
     return float(np.median(sample)) if sample.size else 0.0
+
+
+def subnormal_wants(want: np.ndarray) -> np.ndarray:
+    """The mask of nonzero expected values below the smallest normal number of their dtype.
+    The default absolute tolerance (rtol times the data's typical magnitude) exists for results
+    that cancel to near zero, whose error is on the data's scale; it is larger than every
+    subnormal of data near 1, so it would pass a subnormal written as zero, or as another
+    subnormal. These are judged relatively instead: a flush to zero is a mismatch unless the
+    user gives atol."""
+    tiny = np.finfo(want.dtype).tiny
+    with np.errstate(invalid="ignore"):
+        a = np.abs(want)
+        return (a > 0) & (a < tiny)
 
 
 def _outside(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> np.ndarray:
