@@ -34,7 +34,7 @@ def _spec(ctx):
 
 
 def _start(tmp_path, ctx):
-    script = tmp_path / "measure/sweep.py"
+    script = tmp_path / "sweep.py"
     script.write_text(SLOW_SWEEP)
     out = tmp_path / "sweep.jsonl"
     proc = subprocess.Popen([sys.executable, str(script), str(out), _spec(ctx)],

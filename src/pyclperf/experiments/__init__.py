@@ -103,7 +103,9 @@ def run(
     if cold_check and not cold and not results.meta.get("interrupted"):
         from ._warmcold import cold_check as check
 
-        found = check(experiment, results, warmup=warmup, repeats=repeats,
+        # The counts the run resolved from its timing policy (the arguments may be None).
+        found = check(experiment, results, warmup=results.meta.get("warmup", warmup),
+                      repeats=results.meta.get("repeats", repeats),
                       method=results.meta.get("method", method))
         if found is not None:
             results.meta["warm_cold"] = found
