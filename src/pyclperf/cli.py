@@ -29,67 +29,13 @@ EXIT_CODES = f"""exit codes:
   {EXIT_INTERRUPTED}  interrupted (Ctrl-C); finished points are saved, the file marked interrupted"""
 
 
-def _human_bytes(nbytes: int) -> str:
-    n = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
-def _details(d: "pyclperf.DeviceInfo") -> dict[str, object]:
-    """Every property of a device, with those that need a context (a kernel build) where one
-    can be made."""
-    import pyclperf
-
-    try:
-        return pyclperf.Context(d).summary()
-    except pyclperf.PyclperfError as exc:
-        return {**pyclperf.device_summary(d), "preferred_work_group_multiple": f"unknown ({exc})"}
-
-
 def cmd_devices(args: argparse.Namespace) -> int:
-    import pyclperf
+    from pyclperf.views.devices import print_devices
 
-    devices = pyclperf.list_devices()
-    if not devices:
+    if not print_devices(details=args.details):
         print("no OpenCL device found; install an ICD (e.g. `make deps` installs PoCL)")
         return EXIT_FAILED
-    try:
-        chosen = pyclperf.select_device(None)
-    except pyclperf.InvalidArgumentError as exc:
-        print(f"warning: {exc}", file=sys.stderr)
-        chosen = None
-    for i, d in enumerate(devices):
-        mark = "*" if chosen is not None and (d.platform_index, d.device_index) == (
-            chosen.platform_index, chosen.device_index) else " "
-        print(f"{mark}[{i}] {d.platform_index}:{d.device_index} {d.type:<4} {d.name} "
-              f"({d.platform_name}; {d.compute_units} CUs, {_human_bytes(d.global_mem_bytes)})")
-        if args.details:
-            for key, value in _details(d).items():
-                print(f"        {key:<32} {value}")
-    from pyclperf.device.icd import NOTE
-
-    print("(* = default device)")
-    # Which .icd files the loader read, and what pyclperf added (PoCL from PyPI, NVIDIA).
-    print("ICD loader set-up:")
-    for part in NOTE.split("; "):
-        print(f"  {part}")
-    _print_oclgrind()
     return EXIT_OK
-
-
-def _print_oclgrind() -> None:
-    """Where Oclgrind is, for memory checks. It is never listed as a device above: it reports
-    itself as GPU|CPU|ACCELERATOR and would become the default; memcheck runs it in a child
-    process whose loader sees it alone."""
-    from pyclperf.device.icd import find_oclgrind
-
-    lib = find_oclgrind()
-    print("Oclgrind for memory checks (pyclperf.tuner.memcheck, in a process of its own):")
-    print(f"  {lib}" if lib else "  not found: apt-get install oclgrind, or pip install "
-          "'pyclperf[memcheck]', or set PYCLPERF_OCLGRIND to liboclgrind-rt-icd.so")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -114,8 +60,8 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     if args.devices:
         from pyclperf.views.fleet import cmd_run_fleet
 
-        if args.cold or args.cold_check:
-            raise ValueError("--cold and --cold-check time one device: leave out --devices")
+        if args.cold or args.cold_check or args.lock_clocks:
+            raise ValueError("--cold, --cold-check and --lock-clocks time one device: leave out --devices")
 
         return cmd_run_fleet(args)
     ctx = pyclperf.Context(args.device)
@@ -128,7 +74,8 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
                   warmup=args.warmup, repeats=args.repeats, method=args.method,
                   out=out_dir / f"{args.experiment}.jsonl", progress=None,
                   peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps, min_time_s=args.min_time_s,
-                  policy=args.timing, cold=args.cold, cold_check=args.cold_check)
+                  policy=args.timing, cold=args.cold, cold_check=args.cold_check,
+                  lock_clocks=args.lock_clocks)
     paths = {"csv": results.to_csv(out_dir / f"{args.experiment}.csv")}
     df = results.df
     x = results.meta["x"]
@@ -303,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cold", action="store_true",
                    help="flush the last-level cache before every timed launch (outside the timed "
                         "events), so a working set that fits in the cache is timed from memory")
+    r.add_argument("--lock-clocks", action="store_true",
+                   help="hold the GPU's clocks at their maxima for the run where the driver allows "
+                        "it (NVML; usually root), restored after; the results say whether it worked")
     r.add_argument("--cold-check", action="store_true",
                    help="after the run, measure again cold the cache-resident points the guide's "
                         "source figure uses, and record the cold figure (pyclperf guide passes it)")

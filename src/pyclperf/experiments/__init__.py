@@ -67,6 +67,7 @@ def run(
     pcie_gbps: float | None = None,
     cold: bool = False,
     cold_check: bool = False,
+    lock_clocks: bool = False,
     **options: Any,
 ) -> Results:
     """Run experiment ``name`` on ``ctx`` (default: pyclperf.Context()) and return its Results.
@@ -82,12 +83,15 @@ def run(
     ``pcie_gbps`` override the theoretical ceilings NVML would give (``fraction_of_peak``);
     ``options`` go to the experiment's constructor. ``cold`` flushes the last-level cache
     before every timed launch; ``cold_check`` measures again cold the cache-resident points
-    the guide's source figure uses (``meta["warm_cold"]``; engine.warmcold).
+    the guide's source figure uses (``meta["warm_cold"]``; experiments/_warmcold.py).
+    ``lock_clocks`` holds the GPU's clocks at their maxima for the run where the driver allows
+    it, and restores them (``meta["clock_lock"]`` says what happened; device/clock_lock.py).
 
     Ctrl-C returns the finished points with ``meta["interrupted"]`` (``out`` records it too).
     A full disk (or an ``out`` that cannot be written) stops the sweep with ResultsWriteError:
     ``out`` keeps every whole row written, and the error's ``results`` holds the same rows.
     """
+    from ..device.clock_lock import locked_clocks
     from ..device.context import Context
     from ..device.peak import theoretical
 
@@ -97,9 +101,13 @@ def run(
     peak = theoretical(ctx, peak_gbps=peak_gbps, memory_clock_mhz=memory_clock_mhz,
                        bus_width_bits=bus_width_bits, pcie_gbps=pcie_gbps)
     experiment = cls.configure(ctx, size=size, local_size=local_size, values=values, **options)
-    results = run_experiment(experiment, warmup=warmup, repeats=repeats, method=method,
-                             verify=verify, out=out, progress=progress, peak=peak,
-                             min_time_s=min_time_s, policy=policy, cold=cold)
+    with locked_clocks(ctx.info, lock_clocks) as lock:
+        results = run_experiment(experiment, warmup=warmup, repeats=repeats, method=method,
+                                 verify=verify, out=out, progress=progress, peak=peak,
+                                 min_time_s=min_time_s, policy=policy, cold=cold)
+    results.meta.update(lock)
+    if lock and out is not None:
+        results.to_json(out)
     if cold_check and not cold and not results.meta.get("interrupted"):
         from ._warmcold import cold_check as check
 

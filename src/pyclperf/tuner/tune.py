@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..measure.results import INVALID, TIMEOUT, Results
 from ..measure.sweep import RowStream, base_meta
 from . import fingerprint as fp
+from ..device.clock_lock import locked_clocks
 from ..measure import timing_policy
 from . import supervisor
 from .declared import kernel_parameter_names
@@ -118,6 +119,7 @@ def tune(
     check: str | None = None,
     cold: bool = False,
     method: str = "auto",
+    lock_clocks: bool = False,
 ) -> Results:
     """Build, verify and time ``kernel_name`` for the configurations of ``params``.
 
@@ -166,7 +168,9 @@ def tune(
       every timed launch (outside the timed events), so a working set that fits in the cache
       is timed from DRAM. Where NVML knows the GPU, rows carry its clocks, throttle reasons,
       power, temperature and energy, and a ``conditions`` flag when it throttled, ran below
-      its maximum clock or had another process on it.
+      its maximum clock or had another process on it. ``lock_clocks=True`` holds the GPU's
+      clocks at their maxima for the sweep where the driver allows it, and restores them
+      (``meta["clock_lock"]`` says what happened; device/clock_lock.py).
     * ``check="memory"``: each configuration's launch runs first on Oclgrind, a simulator that
       finds out-of-bounds accesses (global and __local, reads too), data races and uses of
       uninitialised values, naming the source line; a finding is the row's status. Slow (every
@@ -231,9 +235,10 @@ def tune(
         sup = supervise(job, ctx)
         ctx = ctx if ctx is not None else supervisor.DeviceView(sup)
     try:
-        return _sweep(job, ctx, space, restrictions, configs, failed, fleet, sup, timeout,
-                      kernel_name, problem_size, warmup, min_time, strategy, strategy_options,
-                      max_fevals, time_limit, seed, out, resume, cache, progress)
+        with locked_clocks(getattr(ctx, "info", None), lock_clocks) as lock:
+            return _sweep(job, ctx, space, restrictions, configs, failed, fleet, sup, timeout,
+                          kernel_name, problem_size, warmup, min_time, strategy, strategy_options,
+                          max_fevals, time_limit, seed, out, resume, cache, progress, lock)
     finally:
         if fleet is not None:
             fleet.close()
@@ -248,7 +253,7 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
            min_time: float, strategy: str,
            strategy_options: Mapping[str, Any] | None, max_fevals: int | None,
            time_limit: float | None, seed: int | None, out: Any, resume: bool, cache: Any,
-           progress: bool | None) -> Results:
+           progress: bool | None, extra_meta: Mapping[str, Any]) -> Results:
     """tune()'s sweep once its inputs are checked: here (fleet None) or on a Dask fleet."""
     from . import strategies
 
@@ -259,7 +264,7 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
                      method=job.method, warmup=warmup, min_time_s=min_time, strategy=strategy,
                      verified=job.verification.active, metrics=list(job.metrics), x=None,
                      defining=defining, **_space_meta(configs),
-                     isolated=sup is not None or fleet is not None,
+                     isolated=sup is not None or fleet is not None, **extra_meta,
                      **({"devices": fleet.view.labels} if fleet is not None else {}))
     done: set[str] = set()
     append = False
