@@ -73,8 +73,8 @@ def check_launch(experiment: str, kernel: Any, global_size: Any, local_size: Any
         l = [int(v) for v in (local_size if isinstance(local_size, (list, tuple)) else [local_size])]
     try:
         _core.validate_launch(kernel, g, l)
-    except _core.InvalidArgumentError as exc:
-        raise _core.InvalidArgumentError(f"{experiment}: {exc}") from None
+    except _core.InvalidArgumentError as exc:  # the same type: a device limit stays one
+        raise type(exc)(f"{experiment}: {exc}") from None
 
 
 def positive(experiment: str, name: str, value: Any) -> int:

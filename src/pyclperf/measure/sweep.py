@@ -86,10 +86,18 @@ def _progress(total: int, enabled: bool | None, desc: str) -> Any:
 
 
 def classify(exc: BaseException) -> str:
-    """The status a point ends with when it raised ``exc``."""
+    """The status a point ends with when it raised ``exc``: the one map from exception to
+    status that experiments and tune() share. A device limit (the core's DeviceLimitError) is
+    the device declining the point, not a mistake: ``skipped``, with the limit in the row."""
     if isinstance(exc, _core.BuildError):
         return BUILD_FAILED
-    if isinstance(exc, (_core.InvalidArgumentError, ValueError)):
+    if isinstance(exc, _core.DeviceLimitError):
+        return SKIPPED
+    if isinstance(exc, (_core.InvalidArgumentError, ValueError, TypeError)):
+        return INVALID
+    if isinstance(exc, _core.ClError):
+        return LAUNCH_FAILED
+    if isinstance(exc, _core.PyclperfError):
         return INVALID
     return LAUNCH_FAILED
 

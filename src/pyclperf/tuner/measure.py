@@ -16,6 +16,7 @@ from ..measure.plausible import clock_problem, flag
 from ..measure.results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, OUT_OF_BOUNDS, SKIPPED, TIMED,
                        WRONG)
 from ..measure.stats import summarize
+from ..measure.sweep import classify
 from .arguments import Arguments
 from .console import stderr_text
 from .space import Config, Geometry
@@ -177,10 +178,9 @@ def launch_geometry(job: Job, config: Config) -> tuple[list[int], list[int] | No
 def _check_launch(kernel: Any, g: list[int], local: list[int] | None) -> None:
     try:
         _core.validate_launch(kernel, g, local or [])
-    except _core.DeviceLimitError as exc:
-        raise ConfigFailed(SKIPPED, f"device limit: {exc}") from None
-    except _core.InvalidArgumentError as exc:
-        raise ConfigFailed(INVALID, str(exc)) from None
+    except _core.InvalidArgumentError as exc:  # a DeviceLimitError too: classify tells them apart
+        limit = isinstance(exc, _core.DeviceLimitError)
+        raise ConfigFailed(classify(exc), f"device limit: {exc}" if limit else str(exc)) from None
 
 
 def _launch(kernel: Any, g: list[int], local: list[int] | None) -> None:
@@ -197,11 +197,10 @@ def measure(job: Job, config: Config) -> dict[str, Any]:
         _measure(job, config, row)
     except ConfigFailed as exc:
         row.update(status=exc.status, error=str(exc), verified=False)
-    except _core.PyclperfError as exc:
-        status = LAUNCH_FAILED if isinstance(exc, _core.ClError) else INVALID
-        row.update(status=status, error=f"{type(exc).__name__}: {exc}", verified=False)
-    except (TypeError, ValueError) as exc:
-        row.update(status=INVALID, error=str(exc), verified=False)
+    except (_core.PyclperfError, TypeError, ValueError) as exc:
+        named = isinstance(exc, _core.PyclperfError)
+        row.update(status=classify(exc), error=f"{type(exc).__name__}: {exc}" if named else str(exc),
+                   verified=False)
     return row
 
 
