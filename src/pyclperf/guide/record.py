@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..measure.writer import write_json_atomic
 from . import scorecard as guide_scorecard
 
 if TYPE_CHECKING:
@@ -178,19 +178,7 @@ def document(outcomes: Sequence["Outcome"], quick: bool = False,
 def write(data: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     """Check ``data`` and write it atomically (a reader never sees half a file)."""
     validate(data)
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=p.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, allow_nan=False)
-            f.write("\n")
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return p
+    return write_json_atomic(data, path)
 
 
 def write_guide_json(outcomes: Sequence["Outcome"], path: str | os.PathLike[str],

@@ -294,3 +294,24 @@ def check_out_dir(out: str) -> Path:
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise ValueError(f"--out {out} cannot be written ({probe} is not a writable folder)")
     return out_dir
+
+
+def write_json_atomic(data: Any, path: str | os.PathLike[str]) -> Path:
+    """``data`` as JSON at ``path``, written to a temporary file beside it and renamed over it,
+    so a reader never sees half a file (guide.json, device profiles). NaN and infinities are
+    refused: JSON has none."""
+    import tempfile
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=p.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, allow_nan=False)
+            f.write("\n")
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return p

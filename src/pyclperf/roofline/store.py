@@ -15,14 +15,16 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..measure.writer import write_json_atomic
+
 SCHEMA = "pyclperf.profile/1"
 ENV_DIR = "PYCLPERF_PROFILES"  # overrides the folder (tests, shared machines)
+
 
 
 class ProfileError(ValueError):
@@ -165,19 +167,7 @@ def read(path: str | os.PathLike[str]) -> dict[str, Any]:
 def write(data: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     """Check ``data`` and write it atomically (a reader never sees half a file)."""
     validate(data)
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=p.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, allow_nan=False)
-            f.write("\n")
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return p
+    return write_json_atomic(data, path)
 
 
 __all__ = ["ENV_DIR", "ProfileError", "SCHEMA", "device_key", "profile_path", "profiles_dir",
