@@ -8,10 +8,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
-
-if TYPE_CHECKING:
-    import pyclperf
+from typing import Any, Sequence
 
 # Exit codes, the same for every command (the --help epilog and the README list them).
 EXIT_OK = 0

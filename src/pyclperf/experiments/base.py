@@ -36,7 +36,7 @@ from ..measure.timing import Samples, collect
 from ..measure.timing_policy import Policy, policy_named
 from ..device.peak import PeakBandwidth, theoretical
 from ..measure.plausible import cache_allowance, ceiling_problem, clock_problem, flag
-from ..measure.results import OK, SKIPPED, Results
+from ..measure.results import SKIPPED, Results
 from ..measure.stats import NOISY_SPREAD_PCT
 from ..measure.sweep import base_meta, classify, run_points, timed_row, verdict
 from ._kit import DEFAULT_LOCAL_SIZE, check_launch, table

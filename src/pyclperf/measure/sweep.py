@@ -191,16 +191,16 @@ class RowStream:
             sink.close()
 
 
-def timed_row(times_ns: np.ndarray, nbytes: int, method: str) -> dict[str, Any]:
-    """The timing part of a row: statistics, and bandwidth at the median and best time."""
+def timed_row(times_ns: np.ndarray, nbytes: int | None, method: str) -> dict[str, Any]:
+    """The timing part of every row, an experiment's point or a tune() configuration:
+    statistics of the per-launch times, the clock, and where the bytes moved are known (an
+    experiment's table of bytes; tune() counts its own), bandwidth at the median and best time."""
     s = summarize(times_ns)
-    return {
-        **s,
-        "bytes": int(nbytes),
-        "method": method,
-        "gbps": bandwidth_gbps(nbytes, s["median_ns"]),
-        "gbps_best": bandwidth_gbps(nbytes, s["min_ns"]),
-    }
+    row: dict[str, Any] = {**s, "method": method}
+    if nbytes is not None:
+        row.update(bytes=int(nbytes), gbps=bandwidth_gbps(nbytes, s["median_ns"]),
+                   gbps_best=bandwidth_gbps(nbytes, s["min_ns"]))
+    return row
 
 
 def host_clock_columns(host_ns: np.ndarray, nbytes: int, events_median_ns: float) -> dict[str, Any]:

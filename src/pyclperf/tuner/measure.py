@@ -13,10 +13,8 @@ from typing import Any, Callable, Mapping, Sequence
 from .. import _core
 from ..device.clocks import timing_for
 from ..measure.plausible import clock_problem, flag
-from ..measure.results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, OUT_OF_BOUNDS, SKIPPED, TIMED,
-                       WRONG)
-from ..measure.stats import summarize
-from ..measure.sweep import classify
+from ..measure.results import BUILD_FAILED, INVALID, LAUNCH_FAILED, OUT_OF_BOUNDS, WRONG
+from ..measure.sweep import classify, timed_row, verdict
 from .arguments import Arguments
 from .console import stderr_text
 from .space import Config, Geometry
@@ -347,11 +345,12 @@ def _measure(job: Job, config: Config, row: dict[str, Any]) -> None:
     row["benchmark_s"] = time.perf_counter() - t0
     if watch is not None:
         row.update(watch.end())
-    stats = summarize(times)
+    stats = timed_row(times, None, timing.method)
     seconds = stats["median_ns"] * 1e-9
-    row.update(stats, time_ms=stats["median_ns"] * 1e-6, times_ns=[float(t) for t in times],
-               verified=job.verification.active, status=OK if job.verification.active else TIMED,
-               error="", method=timing.method, **samples.columns())
+    # A configuration that reaches timing has passed its verified launch (or was not asked to).
+    row.update({**stats, **verdict(job.verification.active, True, "")},
+               time_ms=stats["median_ns"] * 1e-6, times_ns=[float(t) for t in times],
+               **samples.columns())
     if timing.reason:
         row["method_reason"] = timing.reason
     row.update(residency_columns(job.arguments, job.ctx.info, inout, seconds, job.cold))
