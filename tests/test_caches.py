@@ -192,3 +192,27 @@ def test_cli_runs_texture_and_plots(ctx, tmp_path, capsys, monkeypatch):
     assert "texture unit vs manual" in out and (tmp_path / "texture.png").is_file()
     back = pyclperf.Results.load(tmp_path / "texture.jsonl")
     assert "conclusion" in back.meta
+
+
+def test_inputs_and_references_are_drawn_once_a_run(ctx, monkeypatch):
+    """constant filters one image for all variants, texture samples one image per run with one
+    reference per (filter, addressing): the host's work does not grow with the variants."""
+    from pyclperf.experiments import texture as tex
+    calls = {"constant": 0, "texture": 0}
+    real_conv, real_tex = ConstantMemory.reference, tex.sample_reference
+
+    def conv(self, *args):
+        calls["constant"] += 1
+        return real_conv(self, *args)
+
+    def sample(*args):
+        calls["texture"] += 1
+        return real_tex(*args)
+
+    monkeypatch.setattr(ConstantMemory, "reference", conv)
+    monkeypatch.setattr(tex, "sample_reference", sample)
+    a = run_experiment(ConstantMemory(ctx, width=W, height=H, local_size=64), **QUICK)
+    b = run_experiment(tex.Texture(ctx, width=64, height=32, local_size=64), **QUICK)
+    assert a.all_verified and b.all_verified, (a.df["error"].tolist(), b.df["error"].tolist())
+    keys = {(r["filter"], r["addressing"]) for r in b.rows if r.get("status") == "ok"}
+    assert calls == {"constant": 1, "texture": len(keys)}

@@ -453,3 +453,23 @@ def test_cli_runs_and_plots(ctx, name, args, tmp_path, capsys, monkeypatch):
     assert code == 0, out
     assert (tmp_path / f"{name}.png").is_file() and (tmp_path / f"{name}.csv").is_file()
     assert pyclperf.Results.load(tmp_path / f"{name}.jsonl").meta["conclusion"] in out
+
+
+def test_blocksize_draws_its_inputs_once_a_run(ctx, monkeypatch):
+    """Every size copies the same random words and multiplies the same matrices: one draw and
+    one float64 product a run, and a kernel that writes a wrong element is still caught."""
+    exp = BlockSize(ctx, sizes=[32, 64], items=BS_ITEMS, n=BS_N)
+    res = run_experiment(exp, **QUICK)
+    assert res.all_verified, res.df["error"].tolist()
+    words, matmul = exp._words, exp._matmul
+    assert words is not None and matmul is not None
+    exp.verify({"kernel": "copy", "local_size": 32})
+    exp.verify({"kernel": "matmul", "local_size": 64})
+    assert exp._words is words and exp._matmul is matmul  # drawn once, not per point
+    a, b, want, _ = exp._matmul
+    assert np.allclose(want, a.astype(np.float64) @ b.astype(np.float64))
+    wrong = BlockSize(ctx, sizes=[32], items=BS_ITEMS, n=BS_N, kernels=["matmul"])
+    wrong.matmul_kernel = ctx.program(kernel_source("blocksize.cl").replace(
+        "c[(size_t)row * n + col] = sum;", "c[(size_t)row * n + col] = (row == 1 && col == 2) ? 0.0f : sum;")).kernel("matmul")
+    bad = run_experiment(wrong, **QUICK)
+    assert bad.rows[0]["status"] == "wrong result", bad.rows[0]

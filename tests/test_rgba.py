@@ -126,3 +126,26 @@ def test_bad_parameters_are_refused(ctx):
         Rgba(ctx, side=SIDE, radius=-1)
     with pytest.raises(pyclperf.InvalidArgumentError, match="taps"):
         Rgba(ctx, side=SIDE, variants=["wavelet planar"], wavelet_taps=5)
+
+
+def test_each_reference_is_computed_once_a_run(ctx, monkeypatch):
+    """The Gaussian's variants share one set of pixels (exact in float16, so the half image holds
+    them too) and one host reference; the wavelet's likewise."""
+    from pyclperf.experiments import rgba as module
+    calls = {"gauss": 0, "wavelet": 0}
+
+    def counted(name, real):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(module, "reference", counted("gauss", module.reference))
+    monkeypatch.setattr(_wavelet, "reference", counted("wavelet", _wavelet.reference))
+    res = run_experiment(Rgba(ctx, side=SIDE), **QUICK)
+    verified = res.df[res.df["status"] == "ok"]["variant"].tolist()
+    assert "interleaved" in verified and "wavelet interleaved" in verified, res.df["error"].tolist()
+    assert calls == {"gauss": 1, "wavelet": 1}
+    exp = Rgba(ctx, side=SIDE, variants=["interleaved"])
+    pixels = exp.gauss_input()[0]
+    assert np.array_equal(pixels.astype(np.float16).astype(np.float32), pixels)

@@ -11,7 +11,8 @@ import pytest
 
 import pyclperf
 from pyclperf.experiments.base import run_experiment
-from pyclperf.experiments.workingset import WorkingSet, cycle, default_sizes, read_reference
+from pyclperf.experiments._chain import BLOCK_WORDS, FULL_PERMUTATION_WORDS, cycle
+from pyclperf.experiments.workingset import WorkingSet, default_sizes, read_reference
 from pyclperf.device.sources import kernel_source
 
 QUICK = {"warmup": 1, "repeats": 2}
@@ -59,13 +60,36 @@ def test_the_closed_form_reference_matches_brute_force(rng):
         assert np.array_equal(read_reference(words, grid, iters), brute)
 
 
-def test_the_chase_is_one_cycle(rng):
-    nxt, order = cycle(rng, 1000)
-    p, seen = int(order[0]), set()
-    for _ in range(1000):
-        seen.add(p)
-        p = int(nxt[p])
-    assert len(seen) == 1000 and p == order[0]
+@pytest.mark.parametrize("n, block", [(1024, None), (1 << 12, 1 << 12), (1 << 12, 64),
+                                      (1 << 12, 1), (1 << 10, 512)])
+def test_the_chase_is_one_cycle_with_a_closed_form(rng, n, block):
+    """Following next from the start visits every word once before coming back, and the word
+    reached after s steps is what after(s) says: whole permutations and block-structured ones."""
+    chain = cycle(rng, n, block)
+    p, seen = chain.after(0), []
+    for s in range(n):
+        assert p == chain.after(s), s
+        seen.append(p)
+        p = int(chain.next[p])
+    assert len(set(seen)) == n and p == chain.after(0) == chain.after(n)
+
+
+def test_large_chases_jump_between_blocks_at_random_offsets(rng):
+    """Past FULL_PERMUTATION_WORDS the cycle is block-structured: no step stays in its block,
+    and one round's offsets are spread (not all the same, which would crowd a few cache sets)."""
+    n = 4 * FULL_PERMUTATION_WORDS
+    chain = cycle(rng, n)
+    assert chain.blocks.size == n // BLOCK_WORDS
+    walk = [chain.after(s) for s in range(2048)]
+    blocks = np.array(walk) // BLOCK_WORDS
+    assert (blocks[1:] != blocks[:-1]).all()
+    assert len(set(np.array(walk) % BLOCK_WORDS)) > 1500
+    assert all(int(chain.next[a]) == b for a, b in zip(walk, walk[1:]))
+
+
+def test_a_bad_block_size_is_refused(rng):
+    with pytest.raises(ValueError, match="power of two dividing"):
+        cycle(rng, 1 << 12, 96)
 
 
 def test_default_sizes_adapt_to_the_device():
@@ -101,3 +125,28 @@ def test_bad_sizes_are_refused(ctx):
         WorkingSet(ctx, sizes=[3000])
     with pytest.raises(pyclperf.InvalidArgumentError, match="largest allocation"):
         WorkingSet(ctx, sizes=[1 << 62])
+
+
+def test_points_in_any_order_verify_on_what_src_holds(ctx):
+    """The run's random words are written once and again after a chase's cycle replaced them; a
+    block-structured cycle (a set past FULL_PERMUTATION_WORDS) verifies like a whole one."""
+    big = 8 * FULL_PERMUTATION_WORDS
+    exp = WorkingSet(ctx, sizes=[1 << 14, big], **SMALL)
+    order = [("chase", big), ("read", 1 << 14), ("copy", big), ("chase", 1 << 14), ("read", big),
+             ("copy", 1 << 14)]
+    for kind, size in order:
+        result = exp.verify({"kind": kind, "size": size})
+        assert result.passed, (kind, size, result.detail)
+
+
+def test_a_short_chase_over_a_structured_cycle_is_caught(ctx):
+    source = kernel_source("workingset.cl").replace("s < steps", "s + 1 < steps")
+
+    class Short(WorkingSet):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.program = ctx.program(source)
+
+    big = 8 * FULL_PERMUTATION_WORDS
+    result = Short(ctx, sizes=[big], kinds=["chase"], **SMALL).verify({"kind": "chase", "size": big})
+    assert not result.passed and "chase end positions" in result.detail

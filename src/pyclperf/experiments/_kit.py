@@ -167,11 +167,14 @@ def round_trip(src: Any, dst: Any, data: np.ndarray, run: Any, dtype: Any = None
 
 
 def check_copy(rng: np.random.Generator, src: Any, dst: Any, run: Any, span: int,
-               touched: slice, what: str = "copied floats") -> tuple[bool, str]:
-    """Verify a 32-bit copy: ``span`` fresh random words into ``src``, ``dst`` poisoned,
+               touched: slice, what: str = "copied floats",
+               words: np.ndarray | None = None) -> tuple[bool, str]:
+    """Verify a 32-bit copy: ``span`` fresh random words into ``src`` (or the first ``span`` of
+    ``words``, random words drawn once by the caller for many points), ``dst`` poisoned,
     ``run()`` (one launch), then ``dst``'s first ``span`` words must equal the input at
     ``touched`` and still hold the poison everywhere else (a guard against stray writes)."""
-    data = rng.integers(0, 2**32, size=span, dtype=np.uint32)
+    data = (rng.integers(0, 2**32, size=span, dtype=np.uint32) if words is None
+            else np.ascontiguousarray(words[:span]))
     src.write(data)
     poison_device(dst)
     run()

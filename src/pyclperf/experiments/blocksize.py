@@ -109,6 +109,10 @@ class BlockSize(Experiment):
                 f"{self.id}: buffers of {capacity} bytes (copy) or {self.n ** 2 * FLOAT} bytes "
                 f"(matmul) exceed the device's largest allocation of {info.max_alloc_bytes}")
         self.rng = np.random.default_rng()
+        # Inputs and the matmul's reference, once a run (every size reads the same): the host's
+        # float64 product of two 2048^2 matrices, and 128 MiB of random words, cost per point.
+        self._words: np.ndarray | None = None
+        self._matmul: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         if "copy" in self.kernels:
             self.copy_kernel = ctx.program(file="copy.cl").kernel("offset_copy")
             self.src, self.dst = ctx.buffer(capacity), ctx.buffer(capacity)
@@ -161,22 +165,31 @@ class BlockSize(Experiment):
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         if point["kernel"] == "copy":
             items = launch.columns["items"]
+            if self._words is None:
+                self._words = self.rng.integers(0, 2**32, size=self.items + GUARD_ELEMENTS, dtype=np.uint32)
             return Check(*check_copy(self.rng, self.src, self.dst, launch.run,
-                                     items + GUARD_ELEMENTS, slice(0, items)))
+                                     items + GUARD_ELEMENTS, slice(0, items), words=self._words))
         n = self.n
-        a = self.rng.uniform(-1, 1, (n, n)).astype(np.float32)
-        b = self.rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        a, b, want, tolerance = self.matmul_input()
         self.a.write(a)
         self.b.write(b)
         poison_device(self.c)
         launch.run()
         got = np.empty((n, n), np.float32)
         self.c.read(got)
-        a64, b64 = a.astype(np.float64), b.astype(np.float64)
-        # A float32 dot product of n terms, in any order, is within about n unit roundoffs of
-        # the exact sum of |terms| (with a factor of 2 to spare).
-        tolerance = 2 * n * 2.0**-24 * (np.abs(a64) @ np.abs(b64))
-        return Check(*compare_close(got, a64 @ b64, tolerance, "elements of C"))
+        return Check(*compare_close(got, want, tolerance, "elements of C"))
+
+    def matmul_input(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(A, B, the float64 product, the tolerance per element), drawn once a run."""
+        if self._matmul is None:
+            n = self.n
+            a = self.rng.uniform(-1, 1, (n, n)).astype(np.float32)
+            b = self.rng.uniform(-1, 1, (n, n)).astype(np.float32)
+            a64, b64 = a.astype(np.float64), b.astype(np.float64)
+            # A float32 dot product of n terms, in any order, is within about n unit roundoffs
+            # of the exact sum of |terms| (with a factor of 2 to spare).
+            self._matmul = (a, b, a64 @ b64, 2 * n * 2.0**-24 * (np.abs(a64) @ np.abs(b64)))
+        return self._matmul
 
     def finish(self, results: Any) -> None:
         """Each row's speed relative to its kernel's best; the winner against the Guide."""

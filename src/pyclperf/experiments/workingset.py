@@ -10,16 +10,17 @@ finds them by walking the same working set over and over:
   long enough to time). Bandwidth counts every word read.
 * ``copy``: the same walk copying a set of size / 2 bytes into another (working set: both halves).
   Bandwidth counts every word read and written.
-* ``chase``: one work-item follows a random cyclic permutation of the set's words, ``steps`` loads
+* ``chase``: one work-item follows a random cycle through all the set's words (_chain.py), ``steps`` loads
   each waiting for the one before: the row's ``latency_ns`` is the time per load.
 
 Sizes are powers of two from 4 KiB up to min(1/4 of global memory, 1 GiB) on a GPU and 64 MiB on a
 CPU device (never past the largest allocation). The plot marks the global-memory cache size the
 device reports (CL_DEVICE_GLOBAL_MEM_CACHE_SIZE).
 
-Verification, per point, on fresh random words with poisoned outputs: each work-item's sum
-against NumPy's (32-bit, wrapping), the copied words exactly (and the poison past them intact),
-and the chase's end position against the permutation's cycle order.
+Verification, per point, with poisoned outputs: each work-item's sum against NumPy's (32-bit,
+wrapping) and the copied words exactly (and the poison past them intact), on random words drawn
+once a run for the largest set (each smaller set reads a prefix of them); the chase's end position
+on a fresh random cycle per point (experiments/_chain.py) against the cycle's closed form.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 from .. import _core
 from ..measure.checks import POISON_U32, compare, poison_device
 from ..measure.results import OK, Results
+from ._chain import Cycle, cycle
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, check_alloc, pick, positive
 from .base import Check, Experiment, Launch, noise_note
 from .claims import Claim, Figure, NotMeasured, pooled, rows_for
@@ -54,15 +56,6 @@ def default_sizes(info: Any) -> list[int]:
     return [1 << k for k in range(SMALLEST.bit_length() - 1, cap.bit_length())]
 
 
-def cycle(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """A random cyclic permutation of n words: (next, order) with next[order[i]] = order[i + 1],
-    so following next from order[0] visits every word once before coming back."""
-    order = rng.permutation(n).astype(np.uint32)
-    nxt = np.empty(n, np.uint32)
-    nxt[order] = np.roll(order, -1)
-    return nxt, order
-
-
 def read_reference(words: np.ndarray, grid: int, iters: int) -> np.ndarray:
     """What ws_read writes: work-item g sums words[(g + j grid) % n] for j < iters, mod 2^32.
 
@@ -70,13 +63,12 @@ def read_reference(words: np.ndarray, grid: int, iters: int) -> np.ndarray:
     work-item sees its residue class of n modulo grid (or the one word g % n) whole, iters / r
     times."""
     n = words.size
-    w = words.astype(np.uint64)
+    # uint32 arithmetic wraps at 2^32 as the kernel's does: no wider copy of a large set.
     if grid >= n:
-        sums = iters * w[np.arange(grid) % n]
-    else:
-        r = n // grid
-        sums = (iters // r) * w.reshape(r, grid).sum(axis=0)
-    return (sums % (1 << 32)).astype(np.uint32)
+        return np.multiply(words[np.arange(grid) % n], np.uint32(iters % (1 << 32)), dtype=np.uint32)
+    r = n // grid
+    sums = words.reshape(r, grid).sum(axis=0, dtype=np.uint32)
+    return np.multiply(sums, np.uint32((iters // r) % (1 << 32)), dtype=np.uint32)
 
 
 def latency(results: Results, size: int) -> Figure:
@@ -147,8 +139,25 @@ class WorkingSet(Experiment):
         self.dst = ctx.buffer(largest // 2 + GUARD * FLOAT)
         self.out = ctx.buffer(self.grid * FLOAT)
         self.pos, self.end = ctx.buffer(FLOAT), ctx.buffer(FLOAT)
-        self.chain_n = 0  # words of the permutation now in ``src`` (0: none)
         self.rng = np.random.default_rng()
+        self.chain: Cycle | None = None  # the cycle now in ``src`` (None: none)
+        self.pool: np.ndarray | None = None  # the run's random words for read and copy
+        self.pool_in_src = False  # whether ``src`` holds them
+
+    def forget_src(self) -> None:
+        """Say that something else was written into ``src``: the next point writes its own."""
+        self.chain, self.pool_in_src = None, False
+
+    def random_words(self, n: int) -> np.ndarray:
+        """The first n of the run's random words, in ``src`` from the first word on. They are
+        drawn once, for the largest set, and written again only after a chase's cycle."""
+        if self.pool is None:
+            self.pool = self.rng.integers(0, 2**32, size=max(self.sizes) // FLOAT, dtype=np.uint32)
+        if not self.pool_in_src:
+            self.chain = None
+            self.src.write(self.pool)
+            self.pool_in_src = True
+        return self.pool[:n]
 
     def meta(self) -> dict[str, Any]:
         info = self.ctx.info
@@ -178,24 +187,25 @@ class WorkingSet(Experiment):
         trips = -(-reads // self.grid)
         return -(-trips // r) * r
 
-    def install_chain(self, n: int) -> np.ndarray:
+    def install_chain(self, n: int) -> Cycle:
         """A fresh random cycle of n words into ``src`` and the chase's start into ``pos``."""
-        nxt, order = cycle(self.rng, n)
-        self.src.write(nxt)
-        self.pos.write(order[:1].copy())
-        self.chain_n = n
-        return order
+        self.pool_in_src = False
+        chain = cycle(self.rng, n)
+        self.src.write(chain.next)
+        self.pos.write(np.array([chain.after(0)], np.uint32))
+        self.chain = chain
+        return chain
 
     def launch(self, point: dict[str, Any]) -> Launch:
         kind, n = point["kind"], self.words(point)
         columns = {"words": n, "grid": self.grid}
         if kind == "chase":
-            if self.chain_n != n:  # the timed launches must follow a valid chain even unverified
-                self.install_chain(n)
+            # The timed launches follow a valid cycle even unverified; a verified point checks
+            # the fresh one installed here (one cycle per point: they cost host time).
+            self.install_chain(n)
             k = self.program.kernel("ws_chase").set_args(self.src, np.uint32(self.steps), self.pos,
                                                          self.end)
             return Launch.one(k, 1, 1, self.steps * FLOAT, columns={**columns, "steps": self.steps})
-        self.chain_n = 0  # the read and copy checks overwrite src
         iters = self.iters(n)
         out = self.out if kind == "read" else self.dst
         k = self.program.kernel(f"ws_{kind}").set_args(self.src, np.uint32(n - 1), np.uint32(iters), out)
@@ -206,16 +216,17 @@ class WorkingSet(Experiment):
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         kind, n = point["kind"], self.words(point)
         if kind == "chase":
-            order = self.install_chain(n)
+            chain = self.chain if self.chain is not None and self.chain.n == n else self.install_chain(n)
+            start = np.array([chain.after(0)], np.uint32)
+            self.pos.write(start)
             poison_device(self.end)
             launch.run()
             got = np.empty(1, np.uint32)
             self.end.read(got)
-            want = order[self.steps % n: self.steps % n + 1]
-            self.pos.write(order[:1].copy())  # timing starts from the cycle's start again
+            want = np.array([chain.after(self.steps)], np.uint32)
+            self.pos.write(start)  # timing starts from the cycle's start again
             return Check(*compare(got, want, "chase end positions"))
-        words = self.rng.integers(0, 2**32, size=n, dtype=np.uint32)
-        self.src.write(words)
+        words = self.random_words(n)
         if kind == "read":
             poison_device(self.out)
             launch.run()
@@ -228,9 +239,11 @@ class WorkingSet(Experiment):
         span = min(n + GUARD, self.dst.nbytes // FLOAT)
         got = np.empty(span, np.uint32)
         self.dst.read(got)
-        want = np.full(span, POISON_U32, np.uint32)
-        want[:n] = words
-        return Check(*compare(got, want, "copied words (and the poison after them)"))
+        ok, detail = compare(got[:n], words, "copied words")
+        if ok:
+            ok, detail = compare(got[n:], np.full(span - n, POISON_U32, np.uint32),
+                                 f"words past the {n} copied (poison that must stay)")
+        return Check(ok, detail)
 
     def finish(self, results: Any) -> None:
         """Latency per load for the chase rows; levels where it jumps; the Guide beside both."""

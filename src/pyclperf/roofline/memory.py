@@ -143,8 +143,8 @@ class CacheSweep:
         self.exp = WorkingSet(ctx, sizes=list(sizes), kinds=["read", "chase"], passes=1,
                               groups=groups, local_size=local)
         self.exp.min_time_s = effort.min_time_s
-        # Each chase point draws a random cycle over the set twice (its launch and its check):
-        # seconds of host time for a 256 MiB set. Half the largest read set still lies well
+        # Each chase point writes a fresh random cycle over the set (host time and a transfer
+        # of the whole set). Half the largest read set still lies well
         # past a GPU's last cache (an H200's 50 MiB); a CPU device's sets are small anyway.
         self.chase_top = max(sizes) // 2 if ctx.info.is_gpu and len(sizes) > 8 else max(sizes)
         self.read: dict[int, dict[str, Any]] = {}
@@ -215,7 +215,7 @@ class CacheSweep:
         kernel = self._any.set_args(exp.src, np.uint32(n), np.uint32(iters), exp.out)
         words = self.rng.integers(0, 2**32, size=n, dtype=np.uint32)
         exp.src.write(words)
-        exp.chain_n = 0  # the chase's permutation in src is gone
+        exp.forget_src()  # neither the chase's cycle nor the run's words are in src now
         poison_device(exp.out)
         kernel.run(grid, local)
         got = self.ctx.from_device(exp.out, np.uint32)[:grid]
