@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..measure.checks import compare, poison_device, random_bytes
+from ..measure.checks import compare, poison, poison_device, random_bytes
 from ..measure.stats import GiB, MiB
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, is_nvidia, pick, positive
@@ -157,6 +157,7 @@ class VectorWidth(Experiment):
         launch.run()
         if self._out is None:  # one host array for every readback (no GiB of fresh pages each)
             self._out = np.empty(self.nbytes, np.uint8)
+        poison(self._out)  # the last variant's output (the same bytes for a copy) must not pass
         self.dst.read(self._out)
         return Check(*compare(self._out, want, "output bytes"))
 
