@@ -148,7 +148,8 @@ def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str 
 def max_abs_error(got: np.ndarray, want: np.ndarray) -> float:
     """The largest |got - want| among finite differences (NaN where none is finite)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        err = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(want, dtype=np.float64))
+        err = np.subtract(got, np.asarray(want, dtype=np.float64), dtype=np.float64)
+        np.abs(err, out=err)
     return float(np.nanmax(err)) if np.isfinite(err).any() else float("nan")
 
 
