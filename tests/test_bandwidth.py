@@ -182,10 +182,61 @@ def test_the_convert_input_has_ties_and_every_range(rng):
     with np.errstate(over="ignore"):
         h = x.astype(np.float16)
     assert np.isinf(h).any() and (h == 0).any() and (np.abs(h) < 2.0**-14).any()
-    assert 0.04 < half_ties(x).mean() < 0.09  # about 1/16 forced onto a tie
+    assert 0.04 < half_ties(x).mean() < 0.09  # about 1/17 forced onto a tie
+    # ... on every lane of a float4, and every exponent range is drawn with and without a sign.
+    lanes = np.flatnonzero(half_ties(x)) % 4
+    assert set(lanes.tolist()) == {0, 1, 2, 3}
+    exponents = (x.view(np.uint32) >> 23) & 0xFF
+    assert set(np.unique(exponents).tolist()) >= set(range(127 - 14, 127 + 16))
+    assert (x < 0).mean() == pytest.approx(0.5, abs=0.02)
     # NumPy's reference breaks ties to even: 1 + 2^-11 lies half-way between 1 and 1 + 2^-10.
     assert np.float32(1 + 2.0**-11).astype(np.float16) == np.float16(1.0)
     assert np.float32(1 + 3 * 2.0**-11).astype(np.float16) == np.float16(1 + 2 * 2.0**-10)
+
+
+def test_each_input_is_drawn_once_per_run_and_outputs_poisoned_per_point(ctx, monkeypatch):
+    # 256 MiB inputs drawn per point cost the guide minutes: the kernels only read them, so
+    # every point of a mode reads the same one, while every point poisons its output afresh.
+    drawn, poisoned = [], []
+    monkeypatch.setattr(bandwidth_module, "convert_input",
+                        lambda rng, n: drawn.append("convert") or convert_input(rng, n))
+    real_poison = bandwidth_module.poison_device
+    monkeypatch.setattr(bandwidth_module, "poison_device",
+                        lambda b: poisoned.append(b) or real_poison(b))
+    exp = Bandwidth(ctx, nbytes=16 * COUNT, sizes=[64, 256], per_cu=(2,), modes=["read", "convert"])
+    real = exp.rng
+
+    class Counted:  # the experiment's generator, counting the read input's draws
+        bit_generator, integers = real.bit_generator, real.integers
+
+        def random(self, *args, **kwargs):
+            drawn.append("read")
+            return real.random(*args, **kwargs)
+
+    exp.rng = Counted()
+    res = run_experiment(exp, **QUICK)
+    assert (res.df["status"] == "ok").all() and len(res.df) >= 4
+    assert sorted(drawn) == ["convert", "read"]
+    assert len(poisoned) == len(res.df)
+
+
+class InputWriter(Bandwidth):
+    """A kernel that also writes into the input it should only read, as the first point's
+    launch: the points after it read the input the host no longer holds."""
+
+    id = ""  # not registered
+
+    def check(self, point, launch):
+        verdict = super().check(point, launch)
+        self.src.write(np.zeros(16, np.float32), offset=0)
+        return verdict
+
+
+def test_a_kernel_writing_into_its_shared_input_fails_the_points_after_it(ctx):
+    exp = InputWriter(ctx, nbytes=16 * COUNT, sizes=[64], per_cu=(2,), modes=["convert"])
+    res = run_experiment(exp, **QUICK)
+    assert list(res.df["status"]) == ["ok"] + ["wrong result"] * (len(res.df) - 1)
+    assert res.df["error"].iloc[1:].str.contains("halves differ").all()
 
 
 def test_default_size_adapts_to_the_device():

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import pyclperf
+from pyclperf.measure import checks
 from pyclperf.measure.checks import (POISON_U32, check_product, compare, compare_close, compare_ulp,
                              gamma, max_abs_error, outside, ulp32)
 from pyclperf.experiments._kit import (DEFAULT_LOCAL_SIZE, check_launch, conclude_variants,
@@ -172,3 +173,26 @@ def test_kit_sizes_and_variant_conclusions(ctx):
     res.rows = []
     conclude_variants(res, [], "Source.")
     assert res.meta["conclusion"] == "no variant verified. Source."
+
+
+@pytest.mark.parametrize("start, length", [(0, 4096), (3, 1001), (8, 8)])
+def test_compare_by_words_finds_every_differing_byte(start, length):
+    # compare works on 64-bit words where the arrays allow it: a single flipped byte anywhere,
+    # at an aligned or unaligned start, is still found and named.
+    data = checks.random_bytes(np.random.default_rng(1), 8192)[start:start + length]
+    for at in (0, length // 2, length - 1):
+        got = data.copy()
+        got[at] ^= 0x01
+        ok, detail = checks.compare(got, data)
+        assert not ok and detail.startswith(f"1 of {length} bytes differ; first at {at}:")
+    assert checks.compare(data.copy(), data) == (True, "")
+    # Floats keep their own equality: a NaN never equals itself, bit for bit or not.
+    nan = np.full(4, np.nan, np.float64)
+    assert not checks.compare(nan, nan.copy())[0]
+
+
+def test_random_bytes_are_fresh_and_of_any_length():
+    rng = np.random.default_rng()
+    a, b = checks.random_bytes(rng, 1001), checks.random_bytes(rng, 1001)
+    assert a.size == 1001 and a.dtype == np.uint8 and a.flags.writeable
+    assert not np.array_equal(a, b) and 100 < np.unique(a).size <= 256

@@ -82,3 +82,28 @@ def test_cli_runs_aos(ctx, tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "fastest layout" in out and (tmp_path / "aos.png").is_file()
+
+
+def test_the_particles_are_drawn_and_stepped_once_and_every_output_poisoned(ctx, monkeypatch):
+    # Every layout reads the same particles, packed afresh into the input per point; the draw
+    # and the float64 reference are made once (per point they cost seconds at 8 Mi particles).
+    from pyclperf.experiments import aos
+
+    stepped, poisoned = [], []
+    real_step, real_poison = aos.step_reference, aos.poison_device
+    monkeypatch.setattr(aos, "step_reference", lambda p: stepped.append(1) or real_step(p))
+    monkeypatch.setattr(aos, "poison_device", lambda b: poisoned.append(b) or real_poison(b))
+    res = pyclperf.run("aos", ctx, size=N, local_size=64, **QUICK)
+    assert res.all_verified
+    assert len(stepped) == 1 and len(poisoned) == len(LAYOUTS)
+
+
+def test_a_wrong_layout_after_right_ones_still_fails(ctx):
+    # The shared reference does not let a later layout pass on an earlier one's output.
+    exp = StructLayout(ctx, particles=N, local_size=64, layouts=["AoS", "SoA"])
+    right = exp.kernel
+    exp.kernel = lambda v: right(v) if v.name == "AoS" else ctx.program(WRONG_SOA).kernel(
+        "update_soa").set_args(exp.dst, exp.src, np.int32(N), np.float32(1e-3),
+                               np.float32(0.999), np.float32(9.81))
+    res = run_experiment(exp, **QUICK)
+    assert [r["status"] for r in res.rows] == ["ok", "wrong result"]

@@ -105,6 +105,51 @@ def test_write_past_the_end_fails_the_check(no_hook, mode):
     assert row["status"] == "wrong result" and "guard bytes" in row["error"]
 
 
+def test_one_draw_serves_every_mode_and_size(ctx, monkeypatch):
+    # A GiB drawn per point cost seconds each: the rig draws its capacity once, and each
+    # transfer's destination is poisoned before it, so a shared source proves as much.
+    from pyclperf.experiments import _transfer
+
+    drawn = []
+    real = _transfer.random_bytes
+    monkeypatch.setattr(_transfer, "random_bytes", lambda rng, n: drawn.append(n) or real(rng, n))
+    rig = TransferRig(ctx, max(SIZES), list(ALL_MODES))
+    try:
+        rows = [rig.measure(m, n, **QUICK) for m in ALL_MODES for n in SIZES]
+    finally:
+        rig.release()
+    assert all(r["status"] == "ok" for r in rows), [r.get("error") for r in rows]
+    assert drawn == [max(SIZES)]
+
+
+class Unread:
+    """A device buffer whose reads bring nothing back (a driver that drops a read)."""
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def read(self, array, offset=0):
+        pass
+
+
+@pytest.mark.parametrize("mode", ["h2d pinned direct", "d2d"])
+def test_a_readback_that_brings_nothing_fails_even_after_a_passing_check(no_hook, mode):
+    rig = no_hook
+    assert rig.measure(Mode.parse(mode), 16 * KiB, **QUICK)["status"] == "ok"
+    name = "device" if mode.startswith("h2d") else "device2"
+    real = getattr(rig, name)
+
+    def drop_reads(mode, nbytes):
+        setattr(rig, name, Unread(real))
+
+    rig.after_timing = drop_reads
+    try:
+        row = rig.measure(Mode.parse(mode), 16 * KiB, **QUICK)
+    finally:
+        setattr(rig, name, real)
+    assert row["status"] == "wrong result" and "transferred bytes differ" in row["error"]
+
+
 def test_landed_on_right_and_wrong_data():
     data = random_bytes(np.random.default_rng(), 1000)
     out = np.empty(1000 + GUARD_BYTES, np.uint8)

@@ -94,6 +94,8 @@ class TransferRig:
         self.pinned = _core.PinnedBuffer(ctx, size) if any(m.host_memory == "pinned" for m in modes) else None
         self.pinned_view = self.pinned.array() if self.pinned is not None else None
         self.rng = np.random.default_rng()
+        self._data: np.ndarray | None = None  # the run's random bytes, drawn on first use
+        self._out: np.ndarray | None = None  # where device buffers are read back to be checked
         # For tests: called as after_timing(mode, nbytes) between the timed transfers and the
         # check, e.g. to corrupt the destination and see the check fail.
         self.after_timing: Callable[[Mode, int], None] | None = None
@@ -124,7 +126,7 @@ class TransferRig:
         if not 0 < nbytes <= self.capacity:
             raise _core.InvalidArgumentError(
                 f"transfer of {nbytes} bytes outside this rig's 1..{self.capacity}")
-        data = random_bytes(self.rng, nbytes) if verify else None
+        data = self.input(nbytes) if verify else None
         if data is not None:
             self._prepare(mode, data)
         times = self.time(mode, nbytes, pieces=pieces, method=method, warmup=warmup, repeats=repeats)
@@ -132,6 +134,15 @@ class TransferRig:
             self.after_timing(mode, nbytes)
         passed, detail = self._check(mode, data) if data is not None else (True, "not verified")
         return {**timed_row(times, mode.bytes_moved(nbytes), method), **verdict(verify, passed, detail)}
+
+    def input(self, nbytes: int) -> np.ndarray:
+        """The first ``nbytes`` of the rig's random bytes, drawn once at its capacity. Every
+        transfer copies its source unchanged, and its destination is poisoned before each one, so
+        the sizes and modes share one draw (a GiB drawn per point cost the guide seconds each);
+        a destination holding the bytes before the transfer could only be the poison."""
+        if self._data is None:
+            self._data = random_bytes(self.rng, self.capacity)
+        return self._data[:nbytes]
 
     def _prepare(self, mode: Mode, data: np.ndarray) -> None:
         """Random bytes into the source, poison over the destination."""
@@ -151,7 +162,10 @@ class TransferRig:
         span = data.size + GUARD_BYTES
         if mode.direction == "d2h":
             return landed(self.host(mode)[1][:span], data)
-        out = np.empty(span, np.uint8)
+        if self._out is None:  # one array for every readback, not a GiB of fresh pages each
+            self._out = np.empty(self.capacity + GUARD_BYTES, np.uint8)
+        out = self._out[:span]
+        poison(out)  # what the last check read must not pass for this one's
         target = self.device if mode.direction == "h2d" else self.device2
         assert target is not None
         target.read(out)

@@ -57,7 +57,6 @@ PER_CU = (4, 8, 16, 32)  # work-groups per compute unit
 FULL = "full"  # the shape with one float4 per work-item
 VEC = 16  # bytes of a float4, the unit each work-item moves per loop trip
 GUARD = 4096  # bytes past each output that must keep their poison (a stray write shows)
-TIE_FRACTION = 1 / 16  # convert inputs forced onto an exact half-way case
 
 
 
@@ -72,34 +71,38 @@ def default_nbytes(info: Any) -> int:
     return want
 
 
-# Exponents of the rare convert inputs (1 in 25.6): two below the smallest half subnormal (they
+# Exponents of the rare convert inputs (10 in 256): two below the smallest half subnormal (they
 # round to zero or to it), two in the half subnormal range, six past 65504 (they round to
 # infinity). Rare because NumPy converts subnormal halves on a slow path (seconds for 64 Mi).
 SPECIAL_EXPONENTS = np.array([127 - 28, 127 - 25, 127 - 20, 127 - 16] + [127 + 16 + i % 4 for i in range(6)],
                              np.uint32) << np.uint32(23)
+# The exponent field for each value of a random byte: the 30 normal half exponents 2^-14 .. 2^15
+# in turn for the first 246 values, the rare ones for the last 10.
+EXPONENT_OF_BYTE = np.concatenate([
+    ((np.arange(256 - SPECIAL_EXPONENTS.size, dtype=np.uint32) % np.uint32(30)) + np.uint32(127 - 14))
+    << np.uint32(23), SPECIAL_EXPONENTS])
+# Every TIE_STRIDE-th input (from a random start) is forced onto an exact tie. 17 is odd, so the
+# ties fall on every lane of a float4 and at every offset of a work-item's loop alike.
+TIE_STRIDE = 17
+TIE_FRACTION = 1 / TIE_STRIDE
 
 
 def convert_input(rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` finite floats with random signs and mantissas: most over the normal half exponents
     2^-14 .. 2^15, some below the smallest half, in its subnormal range and past 65504 (see
-    SPECIAL_EXPONENTS), and a share (TIE_FRACTION) with the 13 bits float16 drops set to exactly
-    half an ulp, the case round-to-nearest-even decides. Built in place from random words, with
-    no gathers: a 256 MiB input is drawn once per point."""
+    SPECIAL_EXPONENTS), and one in TIE_STRIDE with the 13 bits float16 drops set to exactly half
+    an ulp, the case round-to-nearest-even decides.
+
+    Built in place on random 32-bit words: each word's own exponent field (8 random bits) picks
+    its exponent through EXPONENT_OF_BYTE, so no second draw, no index set and no float pass
+    over the 64 Mi elements of a 256 MiB input are needed."""
     bits = random_bytes(rng, 4 * n).view(np.uint32)
+    choice = (bits >> np.uint32(23)).astype(np.uint8)  # the exponent byte (and the sign's bit)
     bits &= np.uint32(0x807FFFFF)
-    pick = rng.integers(0, 256, size=n, dtype=np.uint8)
-    exponent = (pick % np.uint8(30)).astype(np.uint32)
-    exponent += np.uint32(127 - 14)
-    exponent <<= np.uint32(23)
-    bits |= exponent
-    first = 256 - SPECIAL_EXPONENTS.size
-    rare = np.flatnonzero(pick >= first)
-    bits[rare] = (bits[rare] & np.uint32(0x807FFFFF)) | SPECIAL_EXPONENTS[pick[rare] - first]
-    tie = (rng.integers(0, round(1 / TIE_FRACTION), size=n, dtype=np.uint8) == 0).view(np.uint8)
-    tie32 = tie.astype(np.uint32)
-    bits &= ~(tie32 * np.uint32(0x1FFF))  # clear the dropped bits of the chosen ones ...
-    tie32 <<= np.uint32(12)
-    bits |= tie32  # ... and set them to 0x1000, half an ulp of a half
+    bits |= EXPONENT_OF_BYTE[choice]
+    ties = bits[int(rng.integers(TIE_STRIDE)):: TIE_STRIDE]
+    ties &= ~np.uint32(0x1FFF)  # clear the dropped bits of the chosen ones ...
+    ties |= np.uint32(0x1000)  # ... and set them to 0x1000, half an ulp of a half
     return bits.view(np.float32)
 
 
@@ -108,6 +111,18 @@ def half_ties(x: np.ndarray) -> np.ndarray:
     0x1000): a device that breaks ties another way differs from NumPy only there."""
     bits = x.view(np.uint32)
     return (bits & np.uint32(0x1FFF)) == np.uint32(0x1000)
+
+
+def group_sums(sums: np.ndarray, work_items: int, size: int) -> np.ndarray:
+    """The float64 total each work-group of a grid-stride read adds up: float4 i (whose sum is
+    ``sums[i]``) belongs to work-item i % work_items, of group (i % work_items) // size. Summed as
+    rows of ``work_items`` (no index array over the 16 Mi float4s of 256 MiB)."""
+    whole = sums.size // work_items * work_items
+    per_item = np.zeros(work_items, np.float64)
+    if whole:
+        per_item += sums[:whole].reshape(-1, work_items).sum(axis=0)
+    per_item[: sums.size - whole] += sums[whole:]
+    return per_item.reshape(-1, size).sum(axis=1)
 
 
 def read_over_reference(results: Results) -> Figure:
@@ -183,6 +198,8 @@ class Bandwidth(Experiment):
         most = max([self.groups(s, k) for s in self.sizes for k in self.shapes(s)])
         self.partial = ctx.buffer(most * FLOAT + GUARD) if "read" in self.modes else None
         self.rng = np.random.default_rng()
+        self._inputs: dict[str, Any] = {}  # mode -> (input, reference), drawn on first use
+        self._loaded = ""  # the mode whose input ``src`` holds
 
     def reference_figure(self, info: Any, gbps: float | None, label: str) -> tuple[float, str] | None:
         """(GB/s, what it is) of the read the best read is set beside; None where none is known."""
@@ -261,6 +278,32 @@ class Bandwidth(Experiment):
                    "over_kernel_limit": size > int(limits.work_group_size)}
         return Launch.one(k, work_items, size, read + written, columns=columns)
 
+    # --- the inputs: drawn once per run --------------------------------------------------------
+    # read_sum and to_half only read ``src`` (it is const in kernels/bandwidth.cl), so every point
+    # of a mode reads the same fresh random input, drawn and reduced to its reference once: a
+    # point that wrote into its input anyway would fail the points after it, whose references
+    # come from the host's copy. The outputs are still poisoned before every point.
+
+    def _load(self, mode: str) -> Any:
+        """The mode's input in ``src`` (uploaded again only after the other mode's replaced it),
+        and what its check needs: the float64 sum of each float4 (read), or the input and its
+        float16 reference bits (convert)."""
+        if mode not in self._inputs:
+            if mode == "read":
+                # Uniform [0, 1): non-negative, so sum |x| is the sum itself.
+                data = self.rng.random(4 * self.count, dtype=np.float32)
+                reference: Any = data.reshape(-1, 4).sum(axis=1, dtype=np.float64)
+            else:
+                data = convert_input(self.rng, 4 * self.count)
+                with np.errstate(over="ignore"):  # past 65504 is infinity, as on the device
+                    reference = (data, data.astype(np.float16).view(np.uint16))
+            self._inputs[mode] = (data, reference)
+        data, reference = self._inputs[mode]
+        if self._loaded != mode:
+            self.src.write(data)
+            self._loaded = mode
+        return reference
+
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         kernel = launch.steps[0][0]
         mode = point["mode"]
@@ -273,18 +316,18 @@ class Bandwidth(Experiment):
             launch.run()
             got = np.empty((self.nbytes + GUARD) // FLOAT, np.uint32)
             self.dst.read(got)
-            want = np.full(got.size, POISON_U32, np.uint32)
-            want[: self.nbytes // FLOAT] = value.view(np.uint32)
-            return Check(*compare(got, want, "filled floats (and the poison after them)"),
-                         {"value": float(value)})
-        data = convert_input(self.rng, 4 * self.count)
-        self.src.write(data)
+            filled = self.nbytes // FLOAT
+            ok, detail = compare(got[:filled], np.broadcast_to(value.view(np.uint32), filled),
+                                 "filled floats")
+            if ok:
+                ok, detail = compare(got[filled:], np.full(GUARD // FLOAT, POISON_U32, np.uint32),
+                                     "guard words after the filled floats")
+            return Check(ok, detail, {"value": float(value)})
+        data, want = self._load("convert")
         poison_device(self.half)
         launch.run()
         got = np.empty((self.nbytes // 2 + GUARD) // 2, np.uint16)
         self.half.read(got)
-        with np.errstate(over="ignore"):  # past 65504 is infinity, as on the device
-            want = data.astype(np.float16).view(np.uint16)
         ok, detail = compare(got[: data.size], want, "halves")
         if not ok:
             wrong = np.flatnonzero(got[: data.size] != want)
@@ -301,17 +344,12 @@ class Bandwidth(Experiment):
         bound; the words past the last group's must keep their poison."""
         size, groups = int(point["local_size"]), int(point["groups"])
         work_items = groups * size
-        # Uniform [0, 1): non-negative, so sum |x| is the sum itself (one float64 pass, not two:
-        # a 256 MiB input is drawn and summed once per point).
-        data = self.rng.random(4 * self.count, dtype=np.float32)
-        self.src.write(data)
+        sums = self._load("read")
         poison_device(self.partial)
         launch.run()
         got = np.empty(groups + GUARD // FLOAT, np.float32)
         self.partial.read(got)
-        owner = (np.arange(self.count) % work_items) // size  # the group that reads each float4
-        want = np.bincount(owner, weights=data.reshape(-1, 4).sum(axis=1, dtype=np.float64),
-                           minlength=groups)
+        want = group_sums(sums, work_items, size)
         chain = self.rounding_chain(work_items, size)
         # |error| <= gamma_d * sum |x| (here = want); a device flushing subnormal sums to zero
         # loses at most FLT_MIN per rounding.

@@ -5,7 +5,8 @@ variant), and the Reverse document's byte reversal with 1, 16 and 64 bytes per w
 reverse_* kernels of the same file). The fastest verified copy is what pyclperf reports as the
 device's achievable bandwidth (``meta["best_gbps"]``, ``meta["best_variant"]``). Its conclusion names
 the CUDA reference for it, CUDA's own device copy (pyclperf.reference.cuda, timed by CUDA events
-around batches of back-to-back launches), and measures it where CuPy reaches an NVIDIA device.
+around batches of back-to-back launches), and with ``reference=True`` measures it where CuPy
+reaches an NVIDIA device.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..measure.checks import compare, poison_device, random_bytes
+from ..measure.checks import compare, poison, poison_device, random_bytes
 from ..measure.stats import GiB, MiB
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, is_nvidia, pick, positive
@@ -71,8 +72,8 @@ class VectorWidth(Experiment):
                    "byte reversals; its best copy is the device's achievable bandwidth (`--size` is "
                    "bytes)")
     order = 70
-    # The guide runs it in a process of its own: loads CuPy (a CUDA context) for its reference
-    # beside OpenCL.
+    # The guide runs it in a process of its own: with reference=True it loads CuPy (a CUDA
+    # context) beside OpenCL.
     isolate = True
     title = "Access width: vector copies and byte reversal"
     x = "variant"
@@ -86,8 +87,10 @@ class VectorWidth(Experiment):
     size_arg, values_arg = "nbytes", None  # bytes per buffer
 
     def __init__(self, ctx: Any, nbytes: int | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
-                 variants: Sequence[str] | None = None, reference: bool = True) -> None:
-        """``reference``: measure the CUDA reference copy in ``finish`` where it can be."""
+                 variants: Sequence[str] | None = None, reference: bool = False) -> None:
+        """``reference``: also measure the CUDA reference copy in ``finish`` where it can be
+        (``reference=True``; off by default: loading CuPy and compiling its kernels costs a
+        plain run seconds, and no verdict reads it)."""
         super().__init__(ctx)
         self.reference = reference
         self.local_size = positive(self.id, "work-group size", local_size)
@@ -106,6 +109,9 @@ class VectorWidth(Experiment):
         self.src = ctx.buffer(self.nbytes)
         self.dst = ctx.buffer(self.nbytes)
         self.rng = np.random.default_rng()
+        self._data: np.ndarray | None = None  # the input, drawn on first use
+        self._reversed: np.ndarray | None = None
+        self._out: np.ndarray | None = None
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "nbytes": self.nbytes, "local_size": self.local_size}
@@ -129,15 +135,31 @@ class VectorWidth(Experiment):
         return Launch.one(self.kernel(v), items, self.local_size, 2 * self.nbytes,
                           columns={"items": items, "local_size": self.local_size})
 
+    def _input(self, kernel: str) -> np.ndarray:
+        """The run's input, drawn and uploaded on first use, and what ``kernel`` makes of it.
+
+        Every variant only reads ``src`` (const in kernels/vector.cl), so all read the same fresh
+        random bytes: a GiB drawn per point cost the guide most of a minute. A variant that wrote
+        into its input anyway fails the variants after it, whose references are the host's copy.
+        """
+        if self._data is None:
+            self._data = random_bytes(self.rng, self.nbytes)
+            self.src.write(self._data)
+        if kernel != "reverse":
+            return self._data
+        if self._reversed is None:
+            self._reversed = np.ascontiguousarray(np.flip(self._data))
+        return self._reversed
+
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
-        v = VARIANTS[point["variant"]]
-        data = random_bytes(self.rng, self.nbytes)
-        self.src.write(data)
-        poison_device(self.dst)
+        want = self._input(VARIANTS[point["variant"]].kernel)
+        poison_device(self.dst)  # every point's output starts poisoned
         launch.run()
-        out = np.empty(self.nbytes, np.uint8)
-        self.dst.read(out)
-        return Check(*compare(out, np.flip(data) if v.kernel == "reverse" else data, "output bytes"))
+        if self._out is None:  # one host array for every readback (no GiB of fresh pages each)
+            self._out = np.empty(self.nbytes, np.uint8)
+        poison(self._out)  # the last variant's output (the same bytes for a copy) must not pass
+        self.dst.read(self._out)
+        return Check(*compare(self._out, want, "output bytes"))
 
     def finish(self, results: Any) -> None:
         """The fastest verified copy is the device's achievable bandwidth."""

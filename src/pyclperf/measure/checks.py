@@ -14,9 +14,11 @@ POISON_BYTES = np.frombuffer(POISON_U32.tobytes(), dtype=np.uint8)
 
 
 def random_bytes(rng: np.random.Generator, nbytes: int) -> np.ndarray:
-    """``nbytes`` fresh random bytes as a writable uint8 array (whole 64-bit draws: fast)."""
+    """``nbytes`` fresh random bytes as a writable uint8 array: the generator's raw 64-bit
+    outputs, about three times faster than ``rng.integers`` over the full range (which draws the
+    same words and then checks the bounds), and far faster than ``rng.bytes``."""
     n = int(nbytes)
-    words = rng.integers(0, 2**64, size=-(-n // 8), dtype=np.uint64)
+    words = rng.bit_generator.random_raw(-(-n // 8))
     return words.view(np.uint8)[:n]
 
 
@@ -82,11 +84,30 @@ def shape_mismatch(got: Any, want: Any, what: str) -> str:
     return f"{what}: shape {np.shape(got)} differs from the expected {np.shape(want)}"
 
 
+def _as_words(a: np.ndarray) -> np.ndarray | None:
+    """A contiguous array's bytes as uint64 words, where they divide into aligned words."""
+    if not a.flags.c_contiguous or a.nbytes % 8 or a.ctypes.data % 8:
+        return None
+    return a.reshape(-1).view(np.uint8).view(np.uint64)
+
+
+def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
+    """Whether two arrays of one shape and item size hold the same bits. Compared as 64-bit words
+    where both allow it: np.array_equal on a GiB of bytes takes half a second, on its words a
+    tenth of that."""
+    if got.dtype.itemsize == want.dtype.itemsize and got.dtype.kind in "uib" and want.dtype.kind in "uib":
+        g, w = _as_words(got), _as_words(want)
+        if g is not None and w is not None:
+            return bool(np.array_equal(g, w))
+    return bool(np.array_equal(got, want))
+
+
 def compare(got: np.ndarray, want: np.ndarray, what: str = "bytes") -> tuple[bool, str]:
-    """(True, "") when equal; else (False, how many elements differ and the first of them)."""
+    """(True, "") when equal; else (False, how many elements differ and the first of them).
+    Integer arrays compare bit for bit (as 64-bit words where they allow it)."""
     if got.shape != want.shape:
         return False, shape_mismatch(got, want, what)
-    if np.array_equal(got, want):
+    if same_bits(got, want):
         return True, ""
     return False, first_mismatch(got.reshape(-1) != want.reshape(-1), got, want, what)
 
@@ -108,14 +129,18 @@ def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str 
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape:
         return False, shape_mismatch(got, want, what)
-    want64 = want.astype(np.float64)
+    # One float64 temporary, worked in place (no copy of a float64 reference): the arrays run to
+    # hundreds of MiB.
+    want64 = np.asarray(want, dtype=np.float64)
+    atol64, rtol64 = np.asarray(atol, dtype=np.float64), np.asarray(rtol, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        err = np.abs(got.astype(np.float64) - want64)
-        tol = np.broadcast_to(np.asarray(atol, dtype=np.float64) + np.asarray(rtol, dtype=np.float64)
-                              * np.abs(want64), err.shape)
+        err = np.subtract(got, want64, dtype=np.float64)
+        np.abs(err, out=err)
+        tol = atol64 if rtol64.ndim == 0 and rtol64 == 0 else atol64 + rtol64 * np.abs(want64)
         bad = ~(err <= tol)  # NaN compares False: counted as wrong
     if not bad.any():
         return True, ""
+    tol = np.broadcast_to(tol, err.shape)
     return False, first_mismatch(bad, got, want, what, " by more than the tolerance",
                                  lambda i: f" (tolerance {tol.reshape(-1)[i]:.3g})")
 
@@ -123,7 +148,8 @@ def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str 
 def max_abs_error(got: np.ndarray, want: np.ndarray) -> float:
     """The largest |got - want| among finite differences (NaN where none is finite)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        err = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(want, dtype=np.float64))
+        err = np.subtract(got, np.asarray(want, dtype=np.float64), dtype=np.float64)
+        np.abs(err, out=err)
     return float(np.nanmax(err)) if np.isfinite(err).any() else float("nan")
 
 
