@@ -39,7 +39,8 @@ def _smooth(x):
                                    np.int8, np.uint32, np.int64,
                                    np.dtype([("a", "<f4"), ("b", "<i4"), ("c", "<f4")])])
 def test_two_poisons_tell_themselves_apart(dtype):
-    from pyclperf.tuner.arguments import holds_poison, poison_element, poison_pattern, same_bits
+    from pyclperf.measure.poison import poison_element, typed_poison_fill as poison_pattern
+    from pyclperf.tuner.arguments import holds_poison, same_bits
 
     first, second = poison_element(np.dtype(dtype), 0), poison_element(np.dtype(dtype), 1)
     values = np.concatenate([first, second, np.zeros(1, dtype)])

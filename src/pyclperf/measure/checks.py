@@ -8,9 +8,7 @@ from typing import Any
 
 import numpy as np
 
-# A NaN no kernel computes by accident, and not zero.
-POISON_U32 = np.uint32(0x7FBADBAD)
-POISON_BYTES = np.frombuffer(POISON_U32.tobytes(), dtype=np.uint8)
+from .poison import POISON_BYTES, POISON_U32, poison_pattern  # noqa: F401  (the experiments' names)
 
 
 def random_bytes(rng: np.random.Generator, nbytes: int) -> np.ndarray:
@@ -20,11 +18,6 @@ def random_bytes(rng: np.random.Generator, nbytes: int) -> np.ndarray:
     n = int(nbytes)
     words = rng.bit_generator.random_raw(-(-n // 8))
     return words.view(np.uint8)[:n]
-
-
-def poison_pattern(nbytes: int, phase: int = 0) -> np.ndarray:
-    """The poison bytes that lie at byte offsets ``phase .. phase + nbytes`` of a poisoned buffer."""
-    return np.resize(np.roll(POISON_BYTES, -(phase % POISON_BYTES.size)), int(nbytes))
 
 
 def poison(array: np.ndarray) -> None:

@@ -22,6 +22,7 @@ from ..device.program import LocalMemory
 from ..device import argtypes
 from . import fences
 from ..measure.intact import checksum
+from ..measure.poison import guard_pattern, poison_element, typed_poison_fill
 
 # Bytes past the launched range that must still hold their pattern after the verified launch:
 # GUARD_FACTOR times the array's launched bytes, at least GUARD_MIN and at most GUARD_MAX. Wide,
@@ -39,39 +40,6 @@ def guard_bytes_for(data_bytes: int) -> int:
 ALIGN = 128
 
 
-# Two poisons, so that an element holding the first after one launch and the second after
-# another is one the kernel left alone (verdict.py): for floats, quiet NaNs whose payloads no
-# arithmetic produces (an operation on a NaN returns its payload, or the hardware's one default
-# NaN), for each part of a complex; for everything else, repeated bytes.
-_NAN_BITS = {2: (0x7EA5, 0x7F5A), 4: (0x7FC5A5A5, 0x7FDA5A5A),
-             8: (0x7FF8A5A5A5A5A5A5, 0x7FFA5A5A5A5A5A5A)}
-_POISON_BYTES = (0xA5, 0x5A)
-
-
-def poison_element(dtype: np.dtype, which: int = 0) -> np.ndarray:
-    """One element of poison ``which`` (0 or 1): a NaN with a payload for floats, 0xA5 (or
-    0x5A) bytes otherwise."""
-    dtype = np.dtype(dtype).newbyteorder("=")
-    part = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
-    if dtype.kind in "fc" and part in _NAN_BITS:
-        words = np.full(2 if dtype.kind == "c" else 1, _NAN_BITS[part][which], dtype=f"u{part}")
-        return words.view(dtype)
-    return np.frombuffer(bytes([_POISON_BYTES[which]]) * dtype.itemsize, dtype=dtype).copy()
-
-
-def poison_pattern(dtype: np.dtype, which: int = 0) -> np.ndarray:
-    """A fill pattern (power-of-two bytes, at most 128) made of poison elements."""
-    element = poison_element(dtype, which).view(np.uint8)
-    size = element.size
-    if size & (size - 1) or size > 128:  # odd-sized structs: a byte pattern tiles anything
-        return np.array([_POISON_BYTES[which]], dtype=np.uint8)
-    return element
-
-
-def guard_pattern(index: int) -> np.ndarray:
-    """The bytes the guard zone of argument ``index`` holds. Different for every argument, so
-    a kernel that copies past one array's end from past another's is still caught."""
-    return np.array([0xBD, 0x47 + index % 128, 0x9E, 0x2B], dtype=np.uint8)
 
 
 def _words(values: np.ndarray) -> np.ndarray:
@@ -257,7 +225,7 @@ class Arguments:
         p = self.placed[index]
         p.dirty = True
         p.seal = None
-        pattern = poison_pattern(p.host.dtype, which)
+        pattern = typed_poison_fill(p.host.dtype, which)
         if isinstance(p.buffer, _core.PinnedBuffer):  # mapped: write through the host view
             p.buffer.write(np.resize(pattern, p.nbytes))
         else:

@@ -11,8 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..measure.checks import first_mismatch
-
-Config = dict[str, Any]
+from .space import Config
 
 
 def _argument(index: int, name: str) -> str:
