@@ -215,6 +215,29 @@ def test_separable_reference_matches_a_direct_2d_convolution(rng):
     assert error_bound(w, 1.0) == pytest.approx(gamma(7) * total**2 * (2 + gamma(7)))
 
 
+def test_separable_reference_pairs_only_symmetric_filters(rng):
+    # A lopsided filter wider than the image: the mirrored-pair shortcut must not apply, and the
+    # clamped borders must repeat the edge pixels for every tap.
+    image = rng.random((5, 7)).astype(np.float32)
+    w = rng.random(2 * 4 + 1).astype(np.float32)
+    kernel2d = np.outer(w.astype(np.float64), w.astype(np.float64))
+    rows = np.arange(5)[:, None, None, None] + np.arange(-4, 5)[None, None, :, None]
+    cols = np.arange(7)[None, :, None, None] + np.arange(-4, 5)[None, None, None, :]
+    direct = (image.astype(np.float64)[np.clip(rows, 0, 4), np.clip(cols, 0, 6)] * kernel2d).sum(axis=(2, 3))
+    assert np.allclose(reference(image, w), direct, rtol=0, atol=1e-12)
+
+
+def test_separable_draws_its_image_once_a_run(ctx):
+    exp = Separable(ctx, width=SEP_WIDTH, radii=[2, 3])
+    writes = []
+    src_write = exp.src.write
+    exp.src = type("Counted", (), {"write": lambda self, a: (writes.append(a.copy()), src_write(a))})()
+    exp.steps = lambda radius, variant, weights: []  # only the inputs matter here
+    for point in exp.points():
+        exp.launch(point)
+    assert len(writes) == 1
+
+
 WRONG_TILE = kernel_source("separable.cl").replace(
     "tile[j][i] = row[clamp(x0 + i, 0, width - 1)];",
     "tile[j][i] = (x0 + i >= 0 && x0 + i < width) ? row[x0 + i] : 0.0f;")  # zero borders

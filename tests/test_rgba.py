@@ -149,3 +149,19 @@ def test_each_reference_is_computed_once_a_run(ctx, monkeypatch):
     exp = Rgba(ctx, side=SIDE, variants=["interleaved"])
     pixels = exp.gauss_input()[0]
     assert np.array_equal(pixels.astype(np.float16).astype(np.float32), pixels)
+
+
+def test_the_references_take_magnitudes_of_signed_pixels():
+    # Non-negative pixels let the references skip |x|; signed ones must still be summed as |w x|.
+    rng = np.random.default_rng()
+    signed = rng.standard_normal((64, 32, 4)).astype(np.float32)
+    w = gaussian(3)
+    out, mag = reference(signed[..., :3].copy(), w)
+    r = 3
+    padded = np.pad(signed[..., :3].astype(np.float64), ((0, 0), (r, r), (0, 0)), mode="edge")
+    want_mag = sum(float(wk) * np.abs(padded[:, k:k + 32]) for k, wk in enumerate(w))
+    assert np.allclose(mag, want_mag, rtol=1e-12) and not np.allclose(mag, np.abs(out))
+    lo, hi = _wavelet.filter_pair(4)
+    out, mag = _wavelet.reference(signed, lo, hi)
+    _, mag_of_abs = _wavelet.reference(np.abs(signed), np.abs(lo), np.abs(hi))
+    assert np.allclose(mag, mag_of_abs, rtol=1e-12)

@@ -59,3 +59,17 @@ def test_wrong_kernels_are_caught(ctx, variant, old, new):
 def test_bad_sides_are_refused(ctx):
     with pytest.raises(pyclperf.InvalidArgumentError, match="multiple of 16"):
         Surface(ctx, side=100)
+
+
+def test_the_one_ulp_bounds_agree_with_compare_ulp():
+    from pyclperf.experiments.surface import within_one_ulp
+    from pyclperf.measure.checks import ulp_error
+    rng = np.random.default_rng()
+    x = np.concatenate([rng.standard_normal(4000).astype(np.float32), np.float32([-0.5, 0, 3e-39])])
+    want = x.astype(np.float64) * 2.0 + 1.0
+    lo, hi = within_one_ulp(want)
+    for steps in range(-3, 4):  # each result 0..3 float32 steps either side of the rounded value
+        got = want.astype(np.float32)
+        for _ in range(abs(steps)):
+            got = np.nextafter(got, np.float32(np.sign(steps) * np.inf))
+        assert np.array_equal((got >= lo) & (got <= hi), ulp_error(got, want) <= 1.0)

@@ -71,17 +71,23 @@ def reference(pixels: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     # A band of output rows at a time: its inputs are gathered and widened per band, so the
     # intermediates stay small (the whole image in float64 is half a GiB at the GPU's default).
     band = 32
+    nonneg = bool(pixels.min() >= 0)  # then |x| = x: no absolute values to take
+    u_buf = np.empty((band,) + pixels.shape[1:])
+    a_buf, term = np.empty_like(u_buf), np.empty_like(u_buf)
     for i0 in range(0, half, band):
         i = np.arange(i0, min(i0 + band, half))
         lo_out, hi_out = out[i0:i0 + i.size], out[half + i0:half + i0 + i.size]
         lo_mag, hi_mag = mag[i0:i0 + i.size], mag[half + i0:half + i0 + i.size]
+        u, t = u_buf[:i.size], term[:i.size]
+        a = u if nonneg else a_buf[:i.size]
         for k in range(lo.size):
-            u = pixels[(2 * i + shift + k) % height].astype(np.float64)
-            a = np.abs(u)
-            lo_out += float(lo[k]) * u
-            hi_out += float(hi[k]) * u
-            lo_mag += abs(float(lo[k])) * a
-            hi_mag += abs(float(hi[k])) * a
+            np.copyto(u, pixels[(2 * i + shift + k) % height])
+            if not nonneg:
+                np.abs(u, out=a)
+            for acc, c, x in ((lo_out, float(lo[k]), u), (hi_out, float(hi[k]), u),
+                              (lo_mag, abs(float(lo[k])), a), (hi_mag, abs(float(hi[k])), a)):
+                np.multiply(x, c, out=t)
+                acc += t
     return out, mag
 
 
