@@ -406,6 +406,25 @@ def test_divergence_reference(rng):
     assert np.allclose(divergence_reference(x, 8, 0, 6), path_sum(x, 6, 0.75, 0.125))
 
 
+def test_divergence_draws_its_input_once_a_run(ctx, rng):
+    """Every point runs on the same random input and its two path sums, computed once a run;
+    each point's reference still picks per work-item what the plain index formula picks."""
+    exp = Divergence(ctx, items=DV_ITEMS, local_size=DV_LOCAL, granularities=[1, 4],
+                     iters=DV_ITERS)
+    res = run_experiment(exp, **QUICK)
+    assert res.all_verified, res.df["error"].tolist()
+    drawn = exp._input
+    assert drawn is not None
+    exp.verify({"variant": "branch", "granularity": 4})
+    assert exp._input is drawn
+    x = rng.random(4 * 16)
+    lid = np.arange(x.size) % 16
+    for g in (0, 1, 2, 4, 8):
+        b_side = (lid // g) % 2 == 1 if g else np.zeros(x.size, bool)
+        plain = np.where(b_side, path_sum(x, 5, -0.5, 0.375), path_sum(x, 5, 0.75, 0.125))
+        assert np.array_equal(divergence_reference(x, 16, g, 5), plain)
+
+
 SWAPPED = """
 __kernel void branch(__global float* out, __global const float* in, const int iters, const uint g) {
     const size_t i = get_global_id(0);
