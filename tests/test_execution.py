@@ -278,6 +278,21 @@ __kernel void staged_copy(__global float* out, __global const float* in, __local
 """
 
 
+def test_occupancy_draws_its_words_once_a_run(ctx):
+    """Every point copies the same random words, drawn once; the destination is poisoned before
+    each check, so a kernel that skips an element after a verified point is still caught."""
+    exp = Occupancy(ctx, items=OCC_ITEMS, targets=[1, 4], work_group_sizes=[64])
+    res = run_experiment(exp, **QUICK)
+    assert res.all_verified, res.df["error"].tolist()
+    words = exp._words
+    assert words is not None
+    exp.kernel = ctx.program(WRONG_STAGED).kernel("staged_copy")
+    point = res.rows[0]
+    check = exp.verify({k: point[k] for k in ("local_size", "target_groups", "dynamic_local_bytes")})
+    assert not check.passed
+    assert exp._words is words
+
+
 def test_occupancy_wrong_kernel_and_oversized_local(ctx):
     exp = Occupancy(ctx, items=OCC_ITEMS, targets=[4], work_group_sizes=[64])
     exp.kernel = ctx.program(WRONG_STAGED).kernel("staged_copy")
