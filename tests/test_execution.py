@@ -278,6 +278,21 @@ __kernel void staged_copy(__global float* out, __global const float* in, __local
 """
 
 
+def test_occupancy_draws_its_words_once_a_run(ctx):
+    """Every point copies the same random words, drawn once; the destination is poisoned before
+    each check, so a kernel that skips an element after a verified point is still caught."""
+    exp = Occupancy(ctx, items=OCC_ITEMS, targets=[1, 4], work_group_sizes=[64])
+    res = run_experiment(exp, **QUICK)
+    assert res.all_verified, res.df["error"].tolist()
+    words = exp._words
+    assert words is not None
+    exp.kernel = ctx.program(WRONG_STAGED).kernel("staged_copy")
+    point = res.rows[0]
+    check = exp.verify({k: point[k] for k in ("local_size", "target_groups", "dynamic_local_bytes")})
+    assert not check.passed
+    assert exp._words is words
+
+
 def test_occupancy_wrong_kernel_and_oversized_local(ctx):
     exp = Occupancy(ctx, items=OCC_ITEMS, targets=[4], work_group_sizes=[64])
     exp.kernel = ctx.program(WRONG_STAGED).kernel("staged_copy")
@@ -404,6 +419,25 @@ def test_divergence_reference(rng):
     lid = np.arange(16) % 8
     assert np.allclose(want[(lid // 2) % 2 == 1], path_sum(x, 6, -0.5, 0.375)[(lid // 2) % 2 == 1])
     assert np.allclose(divergence_reference(x, 8, 0, 6), path_sum(x, 6, 0.75, 0.125))
+
+
+def test_divergence_draws_its_input_once_a_run(ctx, rng):
+    """Every point runs on the same random input and its two path sums, computed once a run;
+    each point's reference still picks per work-item what the plain index formula picks."""
+    exp = Divergence(ctx, items=DV_ITEMS, local_size=DV_LOCAL, granularities=[1, 4],
+                     iters=DV_ITERS)
+    res = run_experiment(exp, **QUICK)
+    assert res.all_verified, res.df["error"].tolist()
+    drawn = exp._input
+    assert drawn is not None
+    exp.verify({"variant": "branch", "granularity": 4})
+    assert exp._input is drawn
+    x = rng.random(4 * 16)
+    lid = np.arange(x.size) % 16
+    for g in (0, 1, 2, 4, 8):
+        b_side = (lid // g) % 2 == 1 if g else np.zeros(x.size, bool)
+        plain = np.where(b_side, path_sum(x, 5, -0.5, 0.375), path_sum(x, 5, 0.75, 0.125))
+        assert np.array_equal(divergence_reference(x, 16, g, 5), plain)
 
 
 SWAPPED = """

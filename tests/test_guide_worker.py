@@ -98,6 +98,8 @@ def test_only_the_isolated_experiments_get_a_process_of_their_own(tmp_path, monk
     isolated = {cls.id for cls in catalogue() if cls.isolate}
     assert {"gridsync", "launchbounds", "spill"} <= isolated
     assert "offset" not in isolated
+    # Their CUDA references (CuPy) are opt-in: a guide run loads no second runtime for them.
+    assert not {"vector", "tiling"} & isolated
     seen: list[tuple[str, str]] = []
     monkeypatch.setattr(guide, "run_one", lambda name, *a: seen.append(("own", name))
                         or guide.Outcome(name, guide.PASSED, 0.0, 0))

@@ -118,6 +118,23 @@ def test_math_catches_inaccurate_and_incomplete_kernels(ctx):
     assert native["max_ulp"] > 4
 
 
+def test_math_draws_one_input_and_reference_per_range(ctx):
+    """The implementations of one function on one range share their inputs and float64
+    references (computed once); the next range draws its own."""
+    exp = MathFunctions(ctx, items=ITEMS, local_size=LOCAL, functions=["sin"], iters=8)
+    points = exp.points()
+    first = [p for p in points if p["domain"] == points[0]["domain"]]
+    other = next(p for p in points if p["domain"] != points[0]["domain"])
+    shared = exp._inputs(first[0])
+    assert all(exp._inputs(p) is shared for p in first)
+    assert np.allclose(shared.ref, np.sin(shared.x.astype(np.float64)))
+    loops = [np.sin((shared.x[i].view(np.uint32) + np.arange(8, dtype=np.uint32)).view(np.float32)
+                    .astype(np.float64)) for i in shared.idx]
+    assert np.allclose(shared.loop_ref, [t.sum() for t in loops])
+    assert np.allclose(shared.loop_magnitude, [np.abs(t).sum() for t in loops])
+    assert exp._inputs(other) is not shared and exp._inputs(other).x[0] != shared.x[0]
+
+
 def test_math_rejects_bad_parameters(ctx):
     with pytest.raises(pyclperf.InvalidArgumentError, match="unknown or no"):
         MathFunctions(ctx, items=ITEMS, local_size=LOCAL, functions=["tan"])

@@ -174,7 +174,7 @@ def _fake_cupy(wrong=False):
 def test_cupy_reference_row(ctx, monkeypatch, wrong):
     monkeypatch.setattr(tiling_module, "_import_cupy", lambda: _fake_cupy(wrong))
     monkeypatch.setattr(tiling_module, "is_nvidia", lambda info: True)
-    res = run_experiment(Tiling(ctx, size=SIZE, variants=["tiled"]), **QUICK)
+    res = run_experiment(Tiling(ctx, size=SIZE, variants=["tiled"], reference=True), **QUICK)
     ref = res.rows[-1]
     assert ref["variant"] == tiling_module.REFERENCE
     assert "CUDA events around" in ref["method"] and "back-to-back launches" in ref["method"]
@@ -189,6 +189,20 @@ def test_cupy_reference_row(ctx, monkeypatch, wrong):
         assert res.meta["fraction_of_reference"] == pytest.approx(
             res.rows[0]["gflops"] / ref["gflops"])
         assert res.meta["guide_comparison"][-1]["variant"] == tiling_module.REFERENCE
+
+
+def test_cupy_reference_is_opt_in(ctx, monkeypatch):
+    # A plain run never loads CuPy (a CUDA context beside OpenCL): the guide can then run it in
+    # its shared worker process.
+    def must_not_load():
+        raise AssertionError("CuPy loaded without reference=True")
+
+    monkeypatch.setattr(tiling_module, "_import_cupy", must_not_load)
+    monkeypatch.setattr(tiling_module, "is_nvidia", lambda info: True)
+    res = run_experiment(Tiling(ctx, size=SIZE, variants=["tiled"]), **QUICK)
+    assert [r["variant"] for r in res.rows] == ["tiled"]
+    assert "not requested" in res.meta["reference"]
+    assert "not requested" in res.meta["conclusion"]
 
 
 def test_cli_runs_matmul_and_plots(ctx, tmp_path, capsys, monkeypatch):

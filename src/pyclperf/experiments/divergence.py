@@ -43,13 +43,28 @@ def path_sum(x: np.ndarray, iters: int, r: float, k: float) -> np.ndarray:
     return iters * c + (x.astype(np.float64) - c) * r * (1 - r**iters) / (1 - r)
 
 
+def on_path_b(local_size: int, granularity: int) -> np.ndarray:
+    """Which local ids of a work-group take path B at this granularity (none at 0)."""
+    if granularity == 0:
+        return np.zeros(local_size, bool)
+    return (np.arange(local_size) // granularity) % 2 == 1
+
+
+def choose_paths(a: np.ndarray, b: np.ndarray, local_size: int, granularity: int) -> np.ndarray:
+    """Each work-item's path sum, a or b as ``branch``/``no_branch`` choose it. The choice repeats
+    every work-group, so one group's pattern is broadcast over the rest (no per-item index)."""
+    want = a.copy()
+    np.copyto(want.reshape(-1, local_size), b.reshape(-1, local_size),
+              where=on_path_b(local_size, granularity))
+    return want
+
+
 def reference(x: np.ndarray, local_size: int, granularity: int, iters: int) -> np.ndarray:
     """What ``branch`` (granularity > 0) or ``no_branch`` (granularity 0) writes for input x."""
     a = path_sum(x, iters, *PATH_A)
     if granularity == 0:
         return a
-    lid = np.arange(x.size) % local_size
-    return np.where((lid // granularity) % 2 == 1, path_sum(x, iters, *PATH_B), a)
+    return choose_paths(a, path_sum(x, iters, *PATH_B), local_size, granularity)
 
 
 def diverged_over_uniform(results: Results) -> Figure:
@@ -110,6 +125,16 @@ class Divergence(Experiment):
         self.predication = {v: program.kernel(k) for v, k in PREDICATION.items()} if predication else {}
         self.src, self.dst = ctx.buffer(self.items * FLOAT), ctx.buffer(self.items * FLOAT)
         self.rng = np.random.default_rng()
+        # One random input per run and its two path sums (float64), shared by every point: each
+        # point's reference is a per-item choice between them.
+        self._input: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def _paths(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(x, path A's sums, path B's sums), drawn and computed on first use."""
+        if self._input is None:
+            x = self.rng.random(self.items, dtype=np.float32)
+            self._input = x, path_sum(x, self.iters, *PATH_A), path_sum(x, self.iters, *PATH_B)
+        return self._input
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "items": self.items, "local_size": self.local_size,
@@ -138,11 +163,14 @@ class Divergence(Experiment):
                                    "iters": self.iters})
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
-        x = self.rng.random(self.items, dtype=np.float32)
+        x, a, b = self._paths()
         got = round_trip(self.src, self.dst, x, launch.run)
-        want = reference(x, self.local_size, int(point["granularity"]), self.iters)
-        # A float32 running sum of iters terms of similar size: a few roundoffs per term.
-        tolerance = 4 * (self.iters + 8) * 2.0**-24 * np.abs(want) + 1e-6
+        want = choose_paths(a, b, self.local_size, int(point["granularity"]))
+        # A float32 running sum of iters terms of similar size: a few roundoffs per term
+        # (worked in place: the arrays are 128 MiB at the GPU size).
+        tolerance = np.abs(want)
+        tolerance *= 4 * (self.iters + 8) * 2.0**-24
+        tolerance += 1e-6
         return Check(*compare_close(got, want, tolerance, "outputs"))
 
     def finish(self, results: Any) -> None:

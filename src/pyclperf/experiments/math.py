@@ -6,7 +6,7 @@ float64, held to the OpenCL C bounds. See _throughput.py for the metric."""
 from __future__ import annotations
 
 import math as _pymath
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -66,6 +66,16 @@ def math_inputs(rng: np.random.Generator, lo: float, hi: float, n: int) -> np.nd
     return x
 
 
+class _Inputs(NamedTuple):
+    """One range's inputs and references, shared by the implementations of its function."""
+
+    x: np.ndarray  # float32 arguments, one per work-item
+    ref: np.ndarray  # float64 f(x), for the one-evaluation check
+    idx: np.ndarray  # the work-items whose loop sums are checked
+    loop_ref: np.ndarray  # float64 loop sums of those work-items
+    loop_magnitude: np.ndarray  # sum of |f| over each of those loops (the tolerance's scale)
+
+
 CLAIM_FUNCTION, CLAIM_DOMAIN = "sin", "[-pi,pi]"
 
 
@@ -94,6 +104,25 @@ class MathFunctions(Throughput):
         self.functions = pick(self.id, list(DOMAINS), functions, "functions")
         self.impls = pick(self.id, IMPLS, impls, "impls")
         super().__init__(ctx, items, local_size, iters)
+        self._shared: tuple[tuple[str, float, float], _Inputs] | None = None
+
+    def _inputs(self, point: dict[str, Any]) -> "_Inputs":
+        """The random inputs of one function and range with their float64 references, drawn and
+        computed once for all its implementations (precise, native_, half_, 1/sqrt): they
+        compute the same function, so one reference serves them all. Only the latest range is
+        kept (points() lists each range's implementations together)."""
+        key = (point["function"], float(point["lo"]), float(point["hi"]))
+        if self._shared is None or self._shared[0] != key:
+            self._shared = None  # let the previous range's arrays go before drawing the next
+            f = REFERENCE[point["function"]]
+            x = math_inputs(self.rng, point["lo"], point["hi"], self.items)
+            idx = self._sample()
+            # Work-item i's loop calls f on x_i, then on each next float up (ITERS of them).
+            args = x[idx].view(np.uint32)[:, None] + np.arange(self.iters, dtype=np.uint32)[None, :]
+            terms = f(args.view(np.float32).astype(np.float64))
+            self._shared = key, _Inputs(x, f(x.astype(np.float64)), idx, terms.sum(axis=1),
+                                        np.abs(terms, out=terms).sum(axis=1))
+        return self._shared[1]
 
     def points(self) -> list[dict[str, Any]]:
         return [{"variant": f"{math_call(f, i)} {name}", "function": f, "impl": i,
@@ -129,9 +158,9 @@ class MathFunctions(Throughput):
 
     def _accuracy(self, kernel: Any, point: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
         """One evaluation per element on fresh inputs: max absolute and ULP error vs float64."""
-        x = math_inputs(self.rng, point["lo"], point["hi"], self.items)
+        shared = self._inputs(point)
+        x, ref = shared.x, shared.ref
         got = self._launch(kernel, x, np.float32)
-        ref = REFERENCE[point["function"]](x.astype(np.float64))
         finite = np.isfinite(got)
         ulps = ulp_error(got, ref)
         abs_err = np.abs(got.astype(np.float64) - ref)
@@ -162,16 +191,12 @@ class MathFunctions(Throughput):
         bound, NATIVE_SLACK times the largest absolute error one evaluation showed on this range,
         per term, plus the same rounding allowance.
         """
-        x = math_inputs(self.rng, point["lo"], point["hi"], self.items)
-        got = self._launch(kernel, x, np.float32)
+        shared = self._inputs(point)
+        got = self._launch(kernel, shared.x, np.float32)
         if not np.isfinite(got).all():
             first = int(np.flatnonzero(~np.isfinite(got))[0])
             return False, f"loop sum of work-item {first} is {got[first]!r} (not finite or not written)"
-        idx = self._sample()
-        args = (x[idx].view(np.uint32)[:, None] + np.arange(self.iters, dtype=np.uint32)[None, :])
-        terms = REFERENCE[point["function"]](args.view(np.float32).astype(np.float64))
-        ref = terms.sum(axis=1)
-        magnitude = np.abs(terms).sum(axis=1)
+        idx, ref, magnitude = shared.idx, shared.loop_ref, shared.loop_magnitude
         if point["impl"] == "native":
             tol = NATIVE_SLACK * max_abs_err * self.iters + self.iters * HALF_EPS * magnitude
         else:

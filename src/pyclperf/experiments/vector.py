@@ -72,9 +72,6 @@ class VectorWidth(Experiment):
                    "byte reversals; its best copy is the device's achievable bandwidth (`--size` is "
                    "bytes)")
     order = 70
-    # The guide runs it in a process of its own: with reference=True it loads CuPy (a CUDA
-    # context) beside OpenCL.
-    isolate = True
     title = "Access width: vector copies and byte reversal"
     x = "variant"
     x_label = "variant"
