@@ -113,3 +113,24 @@ def test_the_report_says_when_points_were_not_taken_at_full_speed():
     assert "throttled" in said[0]
     assert said[1].startswith("1 of 3 points were timed warm")
     assert conditions_warnings([{"conditions": ""}]) == []
+
+
+def test_short_points_skip_the_costly_energy_counter(nvml, monkeypatch):
+    """Reading NVML's energy counter costs milliseconds (3.8 ms on the H200), as much as a short
+    point's whole measurement: after a point shorter than ENERGY_MIN_S the next one does not read
+    it, and after a long one it does again."""
+    module = nvml()
+    reads = []
+    counter = module.nvmlDeviceGetTotalEnergyConsumption
+    module.nvmlDeviceGetTotalEnergyConsumption = lambda h: (reads.append(1), counter(h))[1]
+    clock = iter([0.0, 0.001, 1.0, 1.001, 2.0, 2.5, 3.0, 3.5])
+    monkeypatch.setattr(conditions.time, "perf_counter", lambda: next(clock))
+    c = Conditions.for_device(H200)
+    c.begin()
+    assert "energy_j" in c.end() and len(reads) == 2    # the first point reads it: 1 ms long
+    c.begin()
+    assert "energy_j" not in c.end() and len(reads) == 2  # so the next does not
+    c.begin()
+    c.end()                                               # nor this one, which lasts 0.5 s,
+    c.begin()
+    assert "energy_j" in c.end() and len(reads) == 4    # so the one after reads it again

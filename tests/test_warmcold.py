@@ -13,6 +13,9 @@ from pyclperf.experiments.claims import Unmeasured, claim_of
 from pyclperf.experiments.offset import OffsetCopy as Offset
 from pyclperf.measure.results import Results
 
+# A working set every device's last-level cache allowance holds (the default sizes of a GPU
+# run do not fit it: they are chosen to be DRAM-sized).
+SMALL = 1 << 16
 FAST = dict(warmup=1, repeats=2, min_time_s=0.0, progress=False)
 
 
@@ -50,13 +53,13 @@ def test_the_note_says_warm_and_by_how_much_cold_changes_it():
 def test_cold_flushes_before_every_timed_launch_and_rows_say_so(ctx, monkeypatch):
     flushes = []
     monkeypatch.setattr(warmcold, "cache_flush", lambda c: lambda: flushes.append(1))
-    warm = run("offset", ctx, values=[0], **FAST)
+    warm = run("offset", ctx, size=SMALL, values=[0], **FAST)
     assert not flushes
     row = warm.rows[0]
     assert row["cache_resident"] is True and row["cold"] is False and row["working_set_bytes"] > 0
-    cold = run("offset", ctx, values=[0], **FAST)  # warm again: no flush
+    cold = run("offset", ctx, size=SMALL, values=[0], **FAST)  # warm again: no flush
     assert not flushes and cold.meta["cold"] is False
-    cold = run("offset", ctx, values=[0], cold=True, **FAST)
+    cold = run("offset", ctx, size=SMALL, values=[0], cold=True, **FAST)
     assert cold.meta["cold"] is True
     assert cold.rows[0]["cold"] is True and cold.rows[0]["cache_resident"] is False
     assert len(flushes) >= 1 + 2  # the verified launch, then at least every timed one
@@ -77,7 +80,7 @@ def test_cold_check_measures_the_figures_points_again_cold(ctx, monkeypatch):
         return real(experiment, results, **kw)
 
     monkeypatch.setattr(warmcold, "cold_check", spy)
-    res = run("offset", ctx, values=[0, 1, 2, 4], cold_check=True, **FAST)
+    res = run("offset", ctx, size=SMALL, values=[0, 1, 2, 4], cold_check=True, **FAST)
     wc = res.meta["warm_cold"]
     assert measured == [({"offset": 0}, True), ({"offset": 1}, True)]  # those two only, cold
     assert wc["rows"] == [0, 1] and [p["point"] for p in wc["points"]] == [{"offset": 0}, {"offset": 1}]

@@ -150,3 +150,20 @@ def test_a_short_chase_over_a_structured_cycle_is_caught(ctx):
     big = 8 * FULL_PERMUTATION_WORDS
     result = Short(ctx, sizes=[big], kinds=["chase"], **SMALL).verify({"kind": "chase", "size": big})
     assert not result.passed and "chase end positions" in result.detail
+
+
+def test_a_cycle_over_a_size_no_block_divides_is_a_full_permutation():
+    """The device profile measures sizes between powers of two (1,482,912 words, say): past
+    FULL_PERMUTATION_WORDS they cannot be cut into blocks, so the cycle is a full random
+    permutation, still one loop through every word, with ``after`` walking it."""
+    from pyclperf.experiments import _chain
+
+    n = _chain.FULL_PERMUTATION_WORDS + 3 * 1000 + 1
+    c = _chain.cycle(np.random.default_rng(1), n)
+    assert c.n == n and c.blocks.size == 1
+    p, seen = c.after(0), 0
+    for s in range(1, 2000):
+        p = int(c.next[p])
+        assert p == c.after(s)
+        seen += 1
+    assert np.sort(c.next)[[0, -1]].tolist() == [0, n - 1] and np.unique(c.next).size == n

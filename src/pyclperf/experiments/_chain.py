@@ -51,11 +51,13 @@ class Cycle:
 
 
 def cycle(rng: np.random.Generator, n: int, block_words: int | None = None) -> Cycle:
-    """A random cycle through all n words (n a power of two). ``block_words`` forces the
-    structured form with that block size (a power of two dividing n); by default a full random
-    permutation up to FULL_PERMUTATION_WORDS, the structured form past it."""
+    """A random cycle through all n words. ``block_words`` forces the structured form with that
+    block size (a power of two dividing n); by default a full random permutation up to
+    FULL_PERMUTATION_WORDS, the structured form past it where BLOCK_WORDS divides n (the
+    device profile's sizes between powers of two may not: they get a full permutation)."""
     if block_words is None:
-        block_words = n if n <= FULL_PERMUTATION_WORDS else BLOCK_WORDS
+        structured = n > FULL_PERMUTATION_WORDS and n % BLOCK_WORDS == 0
+        block_words = BLOCK_WORDS if structured else n
     if block_words == n:  # one block: a full random permutation
         order = rng.permutation(n).astype(np.uint32)
         nxt = np.empty(n, np.uint32)

@@ -29,6 +29,9 @@ _REASONS = {
 }
 # A point whose SM clock is below this share of the maximum was not taken at full speed.
 CLOCK_SHARE = 0.9
+# Points shorter than this get no energy reading (begin()): NVML's counter steps too coarsely
+# to see them, and reading it costs milliseconds.
+ENERGY_MIN_S = 0.05
 
 _initialised: Any = None   # the pynvml module NVML was initialised with
 
@@ -53,6 +56,7 @@ class Conditions:
         self.max_sm_mhz = self._ask(lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM))
         self.bits = _reason_bits(pynvml)
         self._start: tuple[float, float | None] | None = None
+        self._points_are_long = True  # until a point shows otherwise
 
     @classmethod
     def for_device(cls, info: Any) -> "Conditions | None":
@@ -83,8 +87,11 @@ class Conditions:
         return None if value is None else float(value)
 
     def begin(self) -> None:
-        """Just before a point's timed launches."""
-        self._start = (time.perf_counter(), self._energy_mj())
+        """Just before a point's timed launches. The energy counter is read only while points
+        last long enough for it to step (ENERGY_MIN_S): one reading costs milliseconds on
+        NVIDIA's driver (3.8 ms on the H200), as much as a short point's whole measurement, and
+        a short point's energy would read 0 anyway."""
+        self._start = (time.perf_counter(), self._energy_mj() if self._points_are_long else None)
 
     def end(self) -> dict[str, Any]:
         """Just after them: the row's columns, with ``conditions`` empty or naming what was wrong."""
@@ -102,11 +109,12 @@ class Conditions:
                                "temperature_c": temp}
         if self._start is not None:
             t0, e0 = self._start
-            e1 = self._energy_mj()
+            seconds = time.perf_counter() - t0
+            e1 = self._energy_mj() if e0 is not None else None
             if e0 is not None and e1 is not None:
                 out["energy_j"] = (e1 - e0) / 1000.0
-                seconds = time.perf_counter() - t0
                 out["mean_power_w"] = out["energy_j"] / seconds if seconds > 0 else None
+            self._points_are_long = seconds >= ENERGY_MIN_S  # the next point is likely alike
         flags = []
         if reasons:
             named = [words for bit, words in self.bits.items() if reasons & bit]
