@@ -1,7 +1,7 @@
 """Run by every Python of the wheel-check venv at start-up (a .pth file imports it) when
 WHEEL_CHECK_POCL_CPU is set: PoCL from PyPI then detects that CPU name, e.g. 'generic' as on a
 CPU newer than its LLVM, so that the whole check runs as it would on such a machine. Uses
-pyclperf/_pocl_cpu.py loaded on its own: importing pyclperf would register PoCL first."""
+pyclperf/device/pocl_cpu.py loaded on its own: importing pyclperf would register PoCL first."""
 
 import glob
 import importlib.util
