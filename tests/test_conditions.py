@@ -57,8 +57,9 @@ def nvml(monkeypatch):
     return install
 
 
-def test_a_point_at_full_speed_alone_has_no_flag(nvml):
+def test_a_point_at_full_speed_alone_has_no_flag(nvml, monkeypatch):
     nvml()
+    monkeypatch.setattr(conditions, "ENERGY_MIN_S", 0.0)  # every point reads the energy counter
     c = Conditions.for_device(H200)
     c.begin()
     row = c.end()
@@ -117,20 +118,20 @@ def test_the_report_says_when_points_were_not_taken_at_full_speed():
 
 def test_short_points_skip_the_costly_energy_counter(nvml, monkeypatch):
     """Reading NVML's energy counter costs milliseconds (3.8 ms on the H200), as much as a short
-    point's whole measurement: after a point shorter than ENERGY_MIN_S the next one does not read
-    it, and after a long one it does again."""
+    point's whole measurement: only after a point that lasted ENERGY_MIN_S do points read it,
+    and after a short one they stop again."""
     module = nvml()
     reads = []
     counter = module.nvmlDeviceGetTotalEnergyConsumption
     module.nvmlDeviceGetTotalEnergyConsumption = lambda h: (reads.append(1), counter(h))[1]
-    clock = iter([0.0, 0.001, 1.0, 1.001, 2.0, 2.5, 3.0, 3.5])
+    clock = iter([0.0, 0.5, 1.0, 1.5, 2.0, 2.001, 3.0, 3.001])
     monkeypatch.setattr(conditions.time, "perf_counter", lambda: next(clock))
     c = Conditions.for_device(H200)
     c.begin()
-    assert "energy_j" in c.end() and len(reads) == 2    # the first point reads it: 1 ms long
+    assert "energy_j" not in c.end() and not reads       # the first point: 0.5 s, not read
     c.begin()
-    assert "energy_j" not in c.end() and len(reads) == 2  # so the next does not
+    assert "energy_j" in c.end() and len(reads) == 2     # after a long point it is read
     c.begin()
-    c.end()                                               # nor this one, which lasts 0.5 s,
+    assert "energy_j" in c.end() and len(reads) == 4     # this one lasts 1 ms,
     c.begin()
-    assert "energy_j" in c.end() and len(reads) == 4    # so the one after reads it again
+    assert "energy_j" not in c.end() and len(reads) == 4  # so the next is not read

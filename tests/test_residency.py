@@ -70,6 +70,7 @@ def test_cold_flushes_before_every_timed_launch_outside_the_events(ctx, rng, mon
 def test_nvml_conditions_reach_the_row(ctx, rng, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml(sm=1395, reasons=4))
     monkeypatch.setattr(conditions, "_initialised", None)
+    monkeypatch.setattr(conditions, "ENERGY_MIN_S", 0.0)  # these short points read the energy too
     monkeypatch.setattr(residency, "_conditions", {})
     # The stand-in describes an NVIDIA H200: make this device read as one to it.
     monkeypatch.setattr(residency, "conditions_of",
@@ -92,6 +93,7 @@ def test_experiment_rows_carry_the_conditions_too(ctx, monkeypatch):
 
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml(others=(424242,)))
     monkeypatch.setattr(conditions, "_initialised", None)
+    monkeypatch.setattr(conditions, "ENERGY_MIN_S", 0.0)  # these short points read the energy too
     h200 = type("Info", (), {"name": "NVIDIA H200", "vendor": "NVIDIA",
                              "platform_name": "NVIDIA CUDA"})()
     monkeypatch.setattr("pyclperf.experiments.base.conditions_of",

@@ -56,7 +56,9 @@ class Conditions:
         self.max_sm_mhz = self._ask(lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM))
         self.bits = _reason_bits(pynvml)
         self._start: tuple[float, float | None] | None = None
-        self._points_are_long = True  # until a point shows otherwise
+        # False until a point lasts ENERGY_MIN_S: a sweep of short points then never pays for
+        # the counter, and a sweep of long ones misses it on its first point only.
+        self._points_are_long = ENERGY_MIN_S <= 0
 
     @classmethod
     def for_device(cls, info: Any) -> "Conditions | None":
