@@ -106,8 +106,7 @@ def run(
                                  verify=verify, out=out, progress=progress, peak=peak,
                                  min_time_s=min_time_s, policy=policy, cold=cold)
     results.meta.update(lock)
-    if lock and out is not None:
-        results.to_json(out)
+    rewrite = bool(lock)  # the streamed file's first line predates what follows the run
     if cold_check and not cold and not results.meta.get("interrupted"):
         from ._warmcold import cold_check as check
 
@@ -117,8 +116,9 @@ def run(
                       method=results.meta.get("method", method))
         if found is not None:
             results.meta["warm_cold"] = found
-            if out is not None:
-                results.to_json(out)
+            rewrite = True
+    if rewrite and out is not None:
+        results.to_json(out)
     return results
 
 

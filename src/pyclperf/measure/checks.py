@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .poison import POISON_BYTES, POISON_U32, poison_pattern  # noqa: F401  (the experiments' names)
+from .poison import POISON_U32, poison_pattern  # noqa: F401  (the experiments' names)
 
 
 def random_bytes(rng: np.random.Generator, nbytes: int) -> np.ndarray:
