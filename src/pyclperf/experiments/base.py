@@ -192,7 +192,7 @@ class Check:
 
 
 class _Steps:
-    """A launch's steps seen as one kernel by measure.timing.time_adaptively: ``time`` gives each
+    """A launch's steps seen as one kernel by measure.timing.collect: ``time`` gives each
     launch's summed event (or host) times; ``run`` launches once."""
 
     def __init__(self, steps: Sequence[Step]) -> None:
