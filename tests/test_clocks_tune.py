@@ -130,8 +130,10 @@ def test_guide_passes_the_method_to_every_experiment(tmp_path):
 
     guide.run_guide(tmp_path / "g", only="offset", runner=runner, progress=False, method="host")
     guide.run_guide(tmp_path / "h", only="offset", runner=runner, progress=False)
-    # Every experiment also gets --cold-check (figures taken warm are measured again cold).
-    assert [[a for a in e if a != "--cold-check"] for e in seen] == [["--method", "host"], []]
+    # Every experiment also gets --cold-check (figures taken warm are measured again cold) and
+    # --no-plot (the page draws the figures itself).
+    assert all("--cold-check" in e and "--no-plot" in e for e in seen), seen
+    assert [[a for a in e if a not in ("--cold-check", "--no-plot")] for e in seen] == [["--method", "host"], []]
     args = cli.build_parser().parse_args(["guide", "--method", "events"])
     assert args.method == "events"
     with pytest.raises(pyclperf.InvalidArgumentError, match="timing method"):

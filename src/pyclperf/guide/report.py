@@ -117,7 +117,62 @@ def _source_block(o: "Outcome", kind: str) -> str:
             f"</p><p class='meta'>{_e(reason)}</p>")
 
 
-def _section(o: "Outcome", kind: str) -> str:
+# A section's images as base64 PNGs: the experiment's own figure (None where it has none) and
+# its models' figures.
+Figures = tuple[str | None, list[str]]
+
+
+def figures_of(res: Any) -> Figures:
+    """``res``'s images (nothing for an experiment that left no results)."""
+    if res is None:
+        return None, []
+    return figure_png(res), _model_figures(res)
+
+
+class FiguresAhead:
+    """Draws each finished experiment's figures on one thread of its own while the next
+    experiment runs in its worker process (the guide waits on that process with the GIL
+    released), so the page needs no drawing once the last experiment ends. One thread only:
+    matplotlib's pyplot state is never touched from two at once."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        # Only where drawing opens no window: a GUI backend wants its figures made on the main
+        # thread, so there every figure is drawn when the page is written, as before.
+        self._pool = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="guide-figures")
+                      if _draws_to_files() else None)
+        self._drawn: dict[int, Any] = {}
+
+    def submit(self, o: "Outcome") -> None:
+        if self._pool is not None:
+            self._drawn[id(o)] = (o, self._pool.submit(figures_of, o.results))
+
+    def get(self, o: "Outcome") -> Figures:
+        """``o``'s images: drawn ahead where submitted, else drawn now."""
+        entry = self._drawn.get(id(o))
+        if entry is None or entry[0] is not o:
+            return figures_of(o.results)
+        try:
+            return entry[1].result()  # type: ignore[no-any-return]
+        except Exception:  # drawing failed on the thread: draw here, where errors show as before
+            return figures_of(o.results)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _draws_to_files() -> bool:
+    """Whether matplotlib's backend only renders into files and buffers (Agg and its kind, or a
+    notebook's inline backend), never into a window."""
+    import matplotlib
+
+    name = str(matplotlib.get_backend()).lower()
+    return name in ("agg", "cairo", "pdf", "pgf", "ps", "svg", "template") or "inline" in name
+
+
+def _section(o: "Outcome", kind: str, images: Figures | None = None) -> str:
     res = o.results
     title = res.meta.get("title") if res is not None else None
     parts = [f"<section id='{_e(o.experiment)}'><h2>{_e(o.experiment)}: {_e(title or '')}</h2>"]
@@ -128,10 +183,10 @@ def _section(o: "Outcome", kind: str) -> str:
         parts.append(f"<p class='meta'>Timing: {_e(res.meta['method_reason'])}</p>")
     if o.status != "passed" and o.stderr_tail:
         parts.append(f"<pre>{_e(o.stderr_tail)}</pre>")
-    png = figure_png(res) if res is not None else None
+    png, models = figures_of(res) if images is None else images
     if png:
         parts.append(f"<img alt='{_e(o.experiment)} plot' src='data:image/png;base64,{png}'>")
-    for extra in _model_figures(res):
+    for extra in models:
         parts.append(f"<img alt='{_e(o.experiment)} model' src='data:image/png;base64,{extra}'>")
     if res is not None and res.meta.get("conclusion"):
         parts.append(f"<p class='conclusion'>{_e(res.meta['conclusion'])}</p>")
@@ -149,7 +204,9 @@ def _model_figures(res: Any) -> list[str]:
     return model_figures_png(res) if res is not None else []
 
 
-def render_guide(outcomes: Sequence["Outcome"], quick: bool = False) -> str:
+def render_guide(outcomes: Sequence["Outcome"], quick: bool = False,
+                 figures: FiguresAhead | None = None) -> str:
+    """The page; ``figures`` holds the images drawn while the run went on (else drawn here)."""
     device = _device(outcomes)
     kind = _kind(device)
     name = device.get("name", "unknown device")
@@ -167,14 +224,15 @@ def render_guide(outcomes: Sequence["Outcome"], quick: bool = False) -> str:
              f"<h2>Summary</h2>{_summary(outcomes, kind)}",
              "<details><summary>How the verdict is decided</summary><pre>"
              f"{_e(guide_figures.__doc__ or '')}</pre></details>"]
-    parts += [_section(o, kind) for o in outcomes]
+    parts += [_section(o, kind, figures.get(o) if figures is not None else None) for o in outcomes]
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def write_guide(outcomes: Sequence["Outcome"], path: str | os.PathLike[str], quick: bool = False) -> Path:
+def write_guide(outcomes: Sequence["Outcome"], path: str | os.PathLike[str], quick: bool = False,
+                figures: FiguresAhead | None = None) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(render_guide(outcomes, quick=quick), encoding="utf-8")
+    p.write_text(render_guide(outcomes, quick=quick, figures=figures), encoding="utf-8")
     guide_json.write_guide_json(outcomes, p.with_name("guide.json"), quick=quick)
     return p

@@ -201,7 +201,7 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     from tqdm import tqdm
 
     from ..measure.writer import check_out_dir
-    from .report import write_guide
+    from .report import FiguresAhead, write_guide
 
     out_dir = check_out_dir(os.fspath(out))
     results_dir = out_dir / "results"
@@ -216,14 +216,17 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     from ..device.clocks import check_method
 
     # Figures resting on cache-resident points get those points measured again cold (their
-    # own, a few launches each: engine.warmcold), and the page says what that changes.
-    extra = ["--cold-check"] + (["--peak-gbps", str(peak_gbps)] if peak_gbps else [])
+    # own, a few launches each: experiments/_warmcold.py), and the page says what that changes.
+    # The page draws every experiment's figure itself (views.report.figure_png), so the runs
+    # write none: a PNG per run as well drew each figure twice, host time the device waits on.
+    extra = ["--cold-check", "--no-plot"] + (["--peak-gbps", str(peak_gbps)] if peak_gbps else [])
     if check_method(method) != "auto":
         extra += ["--method", method]
     if thorough:
         extra += list(THOROUGH_ARGS)
     own = runner is None
     run = Runner() if runner is None else runner
+    figures = FiguresAhead()  # each experiment's figures drawn while the next one runs
     try:
         with tqdm(total=len(ids), unit="experiment", disable=not progress, file=sys.stderr) as bar:
             for name in ids:
@@ -238,14 +241,16 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
                         outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
                         break
                 outcomes.append(outcome)
+                figures.submit(outcome)
                 if outcome.status != PASSED:
                     bar.write(f"{name}: {outcome.status}" + (f" ({outcome.stderr_tail.splitlines()[-1]})"
                                                              if outcome.stderr_tail else ""))
                 bar.update(1)
+        page = write_guide(outcomes, out_dir / "guide.html", quick=quick, figures=figures)
     finally:
+        figures.close()
         if own:
             run.close()  # type: ignore[union-attr]
-    page = write_guide(outcomes, out_dir / "guide.html", quick=quick)
     return page, outcomes
 
 
@@ -255,6 +260,7 @@ def _term_as_interrupt(signum: int, frame: Any) -> None:
 
 def cmd_guide(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _term_as_interrupt)
+    os.environ.setdefault("MPLBACKEND", "Agg")  # the page's figures go into it, not to a window
     page, outcomes = run_guide(args.out, device=args.device, quick=args.quick,
                                timeout_s=args.timeout, only=args.only, peak_gbps=args.peak_gbps,
                                budget_s=args.budget, method=args.method, thorough=args.thorough)
