@@ -67,6 +67,24 @@ def test_cold_flushes_before_every_timed_launch_outside_the_events(ctx, rng, mon
                                                       residency.FLUSH_MIN_BYTES // 4)
 
 
+def test_the_flush_reads_every_word_of_its_buffer(ctx, rng):
+    """The flush kernel folds every word it reads into its output: words planted at the ends and
+    at random places change that fold exactly as they change the host's, so a stretch the
+    kernel skipped (a work-group's bound off by one, a short last stretch) shows."""
+    buffer = residency._flusher(ctx)[0]
+    words = buffer.nbytes // 4
+    places = np.unique(np.concatenate([[0, 1, words - 2, words - 1],
+                                       rng.integers(0, words, 200)]))
+    for place in places:
+        buffer.write(rng.integers(1, 2**32, 1, dtype=np.uint32), offset=4 * int(place))
+    got, want = residency.read_through(ctx)
+    assert want != 0 and got == want
+    # One word more changes both, and only a read of that word can tell the kernel so.
+    buffer.write(np.array([0xDEADBEEF ^ want], np.uint32), offset=4 * (words - 1))
+    got, changed = residency.read_through(ctx)
+    assert changed != want and got == changed
+
+
 def test_nvml_conditions_reach_the_row(ctx, rng, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml(sm=1395, reasons=4))
     monkeypatch.setattr(conditions, "_initialised", None)

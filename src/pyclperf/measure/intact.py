@@ -22,7 +22,7 @@ from ..device.program import LocalMemory
 # Work-groups of the checksum: enough to fill any device, few enough to sum on the host.
 GROUPS = 256
 # Per context: the kernel, its work-group size and the buffer of its per-group sums, made once
-# (a checksum runs around every verified launch and, with cold=True, before every timed one).
+# (a checksum runs around every verified launch).
 _kernels: "weakref.WeakKeyDictionary[Any, tuple[Any, int, Any]]" = weakref.WeakKeyDictionary()
 
 

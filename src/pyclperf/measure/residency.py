@@ -27,7 +27,7 @@ from .conditions import Conditions
 FLUSH_MIN_BYTES = 256 << 20
 _PATTERN = np.array([0x3C, 0x5A, 0x96, 0xC3], dtype=np.uint8)
 
-_flushers: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_flushers: "weakref.WeakKeyDictionary[Any, tuple[Any, Any, int, Any]]" = weakref.WeakKeyDictionary()
 _conditions: "weakref.WeakKeyDictionary[Any, Conditions | None]" = weakref.WeakKeyDictionary()
 
 
@@ -37,23 +37,56 @@ def flush_bytes(info: Any) -> int:
     return max(1 << 20, min(want, cap)) // 128 * 128
 
 
+# Work-groups of the flush: each reads a contiguous stretch of the buffer.
+FLUSH_GROUPS = 256
+
+
+def _flusher(ctx: Any) -> tuple[Any, int, Any]:
+    """The context's flush buffer (filled once), the flush kernel bound to it, and its
+    work-group size: made on first use, one per context."""
+    found = _flushers.get(ctx)
+    if found is not None and not found[0].released:
+        return found
+    from ..device.program import LocalMemory
+
+    buffer = ctx.buffer(flush_bytes(ctx.info))
+    buffer.fill(_PATTERN)
+    kernel = ctx.program(file="flush.cl").kernel("flush_read")
+    limit = min(256, int(kernel.limits().work_group_size), int(ctx.info.max_work_group_size))
+    local = 1
+    while local * 2 <= limit:  # a power of two: the fold halves it
+        local *= 2
+    n4 = buffer.nbytes // 16
+    folds = ctx.buffer(4 * FLUSH_GROUPS)
+    kernel.set_args(buffer, np.uint64(n4), np.uint64(-(-n4 // FLUSH_GROUPS)), folds,
+                    LocalMemory(4 * local))
+    found = (buffer, kernel, local, folds)
+    _flushers[ctx] = found
+    return found
+
+
 def cache_flush(ctx: Any) -> Callable[[], None]:
     """A call that evicts the device's caches: a kernel reading a flush buffer (one per
-    context) whole. A read, not a fill: a fill leaves the cache full of dirty lines that the
-    next kernel must first write back, so the figure after it would be slower than memory's."""
-    from .intact import checksum
-
-    buffer = _flushers.get(ctx)
-    if buffer is None:
-        buffer = ctx.buffer(flush_bytes(ctx.info))
-        buffer.fill(_PATTERN)
-        _flushers[ctx] = buffer
-    nbytes = buffer.nbytes
+    context) whole (kernels/flush.cl). A read, not a fill: a fill leaves the cache full of dirty
+    lines that the next kernel must first write back, so the figure after it would be slower
+    than memory's. Nothing is read back: the launch alone does the work."""
+    _, kernel, local, _ = _flusher(ctx)
 
     def flush() -> None:
-        checksum(ctx, buffer, nbytes)
-
+        kernel.run([FLUSH_GROUPS * local], [local])
     return flush
+
+
+def read_through(ctx: Any) -> tuple[int, int]:
+    """One flush, and what it read, to check it: (the XOR of every 32-bit word the flush
+    kernel folded, the XOR of the flush buffer's words as the host computes it)."""
+    buffer, kernel, local, folds = _flusher(ctx)
+    kernel.run([FLUSH_GROUPS * local], [local])
+    got = np.empty(FLUSH_GROUPS, np.uint32)
+    folds.read(got)
+    words = np.empty(buffer.nbytes // 4, np.uint32)
+    buffer.read(words)
+    return int(np.bitwise_xor.reduce(got)), int(np.bitwise_xor.reduce(words))
 
 
 def conditions_of(ctx: Any) -> Conditions | None:
