@@ -150,6 +150,7 @@ def test_one_file_per_experiment_named_after_its_id():
     # share and the device-side generator and compare (checks.DeviceCheck). (bandwidth.cl is
     # the bandwidth experiment's; benchmarks/honest_reference.py uses it too.) checksum.cl is
     # the tuner's: guard zones and const inputs checked on the device (measure/intact.py).
-    # ceilings.cl is the device profile's (pyclperf/roofline/ceilings.py).
-    shared = {"copy", "verify", "checksum", "ceilings"}
+    # ceilings.cl is the device profile's (pyclperf/roofline/ceilings.py); flush.cl empties the
+    # caches before cold launches (measure/residency.py).
+    shared = {"copy", "verify", "checksum", "ceilings", "flush"}
     assert {p.stem for p in kernels.glob("*.cl")} - shared <= set(REGISTRY)
