@@ -1,0 +1,99 @@
+"""Where the guide's time goes: every experiment run as the guide's shared worker runs it
+(`pyclperf run ID --out DIR --cold-check --no-plot [...]`, in one process), under cProfile.
+
+For each experiment it prints the wall time and how it splits: time inside the core's calls
+(kernel launches and timing, transfers, builds: the device and its driver), NumPy, and the
+rest (Python), then the functions with the most time of their own. The split is what decides
+how a faster guide is to be had: a run bound by the device needs smaller sweeps, one bound by
+the host needs its host work moved or shared.
+
+    python benchmarks/guide_profile.py --device nvidia --mode default --out prof [--only a,b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pyclperf.guide.run import QUICK_ARGS, THOROUGH_ARGS, experiment_ids
+
+
+def split(stats: pstats.Stats) -> dict[str, float]:
+    """Seconds of own time in the core's calls, in program builds, in NumPy, in matplotlib and
+    elsewhere."""
+    parts = {"core": 0.0, "build": 0.0, "numpy": 0.0, "plot": 0.0, "other": 0.0}
+    for (path, _, name), (_, _, own, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        where = f"{path}:{name}"
+        if "pyclperf._core" in where or "_core." in path:
+            parts["core"] += own
+        elif path.endswith("device/context.py") and name == "program":  # the driver's compiler
+            parts["build"] += own
+        elif "numpy" in where:
+            parts["numpy"] += own
+        elif "matplotlib" in where:
+            parts["plot"] += own
+        else:
+            parts["other"] += own
+    return parts
+
+
+def profile_one(name: str, out: Path, device: str | None, mode: str, top: int) -> dict[str, Any]:
+    from pyclperf.cli import main
+
+    argv = ["run", name, "--out", str(out), "--cold-check", "--no-plot"]
+    if device:
+        argv += ["--device", device]
+    argv += list(QUICK_ARGS if mode == "quick" else THOROUGH_ARGS if mode == "thorough" else ())
+    prof = cProfile.Profile()
+    start = time.perf_counter()
+    prof.enable()
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        prof.disable()
+    wall = time.perf_counter() - start
+    buf = io.StringIO()
+    stats = pstats.Stats(prof, stream=buf)
+    stats.sort_stats("tottime").print_stats(top)
+    lines = [l for l in buf.getvalue().splitlines() if l.strip()][-top - 1:]
+    return {"experiment": name, "wall_s": round(wall, 2), "code": code,
+            "split_s": {k: round(v, 2) for k, v in split(stats).items()}, "top": lines}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default=None)
+    p.add_argument("--mode", choices=("default", "quick", "thorough"), default="default")
+    p.add_argument("--only", default=None, help="comma-separated experiment ids (default: all)")
+    p.add_argument("--out", default=None, help="folder for the results files (default: a temporary one)")
+    p.add_argument("--top", type=int, default=12, help="functions listed per experiment")
+    p.add_argument("--json", default=None, help="write the per-experiment records here")
+    args = p.parse_args(argv)
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="guide-profile-"))
+    records = []
+    for name in experiment_ids(args.only):
+        rec = profile_one(name, out, args.device, args.mode, args.top)
+        records.append(rec)
+        print(f"== {name}: {rec['wall_s']} s, exit {rec['code']}, {rec['split_s']}", flush=True)
+        for line in rec["top"]:
+            print("   " + line)
+    total = sum(r["wall_s"] for r in records)
+    parts = {k: round(sum(r["split_s"][k] for r in records), 1) for k in records[0]["split_s"]} if records else {}
+    print(f"total {total:.1f} s over {len(records)} experiments; own time by part: {parts}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(records, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
