@@ -59,8 +59,9 @@ def test_direction_only_and_absolute_figures():
     assert guide_figures.verdict(claim_of(get("peak")), 30.0) == ""
 
 
-# The full quick guide (all 24 experiments) took 3 min 50 s on PoCL with 2 shared cores, over
-# this test's 3-minute budget: by default the test runs a subset that covers every figure kind
+# The full quick guide (all 34 experiments) takes about 75 s on PoCL with 2 shared cores
+# (2026-11-26; 3 min 50 s for 24 of them before the cache flush had a kernel of its own): by
+# default the test runs a subset that covers every figure kind
 # (lines, modes, bars, model panel, sector model, roofline input, a source figure and verdict).
 # PYCLPERF_GUIDE_ONLY=all runs the whole catalogue; any other comma-separated list runs that list.
 SUBSET = "timers,transfer,offset,stride,matmul,banks,occupancy,histogram"
