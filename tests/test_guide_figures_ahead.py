@@ -26,15 +26,20 @@ def outcomes() -> list[guide.Outcome]:
             guide.Outcome("stride", guide.CRASHED, 0.5, -11, "Segmentation fault", None)]
 
 
-def test_the_page_drawn_ahead_is_the_page_drawn_at_the_end():
-    done = outcomes()
+def page_drawn_ahead(done: list[guide.Outcome]) -> str:
+    """The page of ``done``, every figure submitted for drawing ahead first."""
     ahead = report.FiguresAhead()
     try:
         for o in done:
             ahead.submit(o)
-        drawn_ahead = report.render_guide(done, figures=ahead)
+        return report.render_guide(done, figures=ahead)
     finally:
         ahead.close()
+
+
+def test_the_page_drawn_ahead_is_the_page_drawn_at_the_end():
+    done = outcomes()
+    drawn_ahead = page_drawn_ahead(done)
     at_the_end = report.render_guide(done)
     assert "data:image/png;base64," in at_the_end
     assert drawn_ahead == at_the_end
@@ -78,14 +83,7 @@ def test_a_figure_that_fails_on_the_thread_is_drawn_when_the_page_is_written(mon
         return real(res)
 
     monkeypatch.setattr(report, "figures_of", figures_of)
-    done = outcomes()
-    ahead = report.FiguresAhead()
-    try:
-        for o in done:
-            ahead.submit(o)
-        page = report.render_guide(done, figures=ahead)
-    finally:
-        ahead.close()
+    page = page_drawn_ahead(outcomes())
     assert page.count("alt='offset plot'") == 1
 
 
