@@ -41,7 +41,7 @@ def flush_bytes(info: Any) -> int:
 FLUSH_GROUPS = 256
 
 
-def _flusher(ctx: Any) -> tuple[Any, int, Any]:
+def _flusher(ctx: Any) -> tuple[Any, Any, int, Any]:
     """The context's flush buffer (filled once), the flush kernel bound to it, and its
     work-group size: made on first use, one per context."""
     found = _flushers.get(ctx)
