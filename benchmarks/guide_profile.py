@@ -1,5 +1,5 @@
 """Where the guide's time goes: every experiment run as the guide's shared worker runs it
-(`pyclperf run ID --out DIR --cold-check --no-plot [...]`, in one process), under cProfile.
+(`pyclperf run ID --out DIR` with the guide's RUN_ARGS, in one process), under cProfile.
 
 For each experiment it prints the wall time and how it splits: time inside the core's calls
 (kernel launches and timing, transfers, builds: the device and its driver), NumPy, and the
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pyclperf.guide.run import QUICK_ARGS, THOROUGH_ARGS, experiment_ids
+from pyclperf.guide.run import QUICK_ARGS, RUN_ARGS, THOROUGH_ARGS, experiment_ids
 
 
 def split(stats: pstats.Stats) -> dict[str, float]:
@@ -48,7 +48,7 @@ def split(stats: pstats.Stats) -> dict[str, float]:
 def profile_one(name: str, out: Path, device: str | None, mode: str, top: int) -> dict[str, Any]:
     from pyclperf.cli import main
 
-    argv = ["run", name, "--out", str(out), "--cold-check", "--no-plot"]
+    argv = ["run", name, "--out", str(out), *RUN_ARGS]
     if device:
         argv += ["--device", device]
     argv += list(QUICK_ARGS if mode == "quick" else THOROUGH_ARGS if mode == "thorough" else ())

@@ -38,6 +38,10 @@ QUICK_ARGS = ("--timing", "quick", "--warmup", "1")
 # --thorough: ten times the measurement of a default run (measure.timing_policy's "thorough"),
 # for checking that the default run's verdicts are not artefacts of measuring too little.
 THOROUGH_ARGS = ("--timing", "thorough")
+# Every experiment's run: figures resting on cache-resident points measured again cold (their
+# own, a few launches each: experiments/_warmcold.py), and no PNG of its own, since the page
+# draws every figure itself (views.report.figure_png): a PNG per run as well drew each twice.
+RUN_ARGS = ("--cold-check", "--no-plot")
 # A comma-separated subset of experiment ids (the test suite's shortcut; empty or "all" = all).
 ONLY_ENV = "PYCLPERF_GUIDE_ONLY"
 
@@ -215,11 +219,7 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     start = time.monotonic()
     from ..device.clocks import check_method
 
-    # Figures resting on cache-resident points get those points measured again cold (their
-    # own, a few launches each: experiments/_warmcold.py), and the page says what that changes.
-    # The page draws every experiment's figure itself (views.report.figure_png), so the runs
-    # write none: a PNG per run as well drew each figure twice, host time the device waits on.
-    extra = ["--cold-check", "--no-plot"] + (["--peak-gbps", str(peak_gbps)] if peak_gbps else [])
+    extra = list(RUN_ARGS) + (["--peak-gbps", str(peak_gbps)] if peak_gbps else [])
     if check_method(method) != "auto":
         extra += ["--method", method]
     if thorough:
