@@ -26,6 +26,13 @@ def worker(tmp_path):
     w.stop()
 
 
+# An offset sweep that gathers 30 s of kernel time per point: it cannot end before the
+# timeout, the kill or the Ctrl-C that these tests aim at it, however fast the machine. (The
+# plain transfer sweep they used to run lasts about a second on PoCL, and a fast machine finished
+# it before the interruption came.)
+LONG = ["--min-time-s", "30"]
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -55,7 +62,7 @@ def test_experiments_share_one_process_and_keep_their_own_seconds(ctx, tmp_path,
 
 def test_a_hang_in_the_worker_is_stopped_and_the_next_gets_a_new_one(ctx, tmp_path, worker):
     start = time.monotonic()
-    o = guide.run_shared("transfer", tmp_path, _spec(ctx), False, 1.0, [], worker, tmp_path)
+    o = guide.run_shared("offset", tmp_path, _spec(ctx), True, 1.0, LONG, worker, tmp_path)
     assert o.status == guide.TIMED_OUT and "stopped after 1 s" in o.stderr_tail
     assert time.monotonic() - start < 30 and worker.proc is None
     nxt = guide.run_shared("offset", tmp_path, _spec(ctx), True, 120, [], worker, tmp_path)
@@ -68,7 +75,7 @@ def test_a_crash_of_the_worker_costs_that_experiment_only(ctx, tmp_path, worker)
     killer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))
     killer.start()
     try:
-        o = guide.run_shared("transfer", tmp_path, _spec(ctx), False, 120, [], worker, tmp_path)
+        o = guide.run_shared("offset", tmp_path, _spec(ctx), True, 120, LONG, worker, tmp_path)
     finally:
         killer.cancel()
     assert o.status == guide.CRASHED and o.returncode == -signal.SIGKILL
@@ -87,7 +94,7 @@ def test_ctrl_c_stops_the_worker(ctx, tmp_path, worker):
     signal.setitimer(signal.ITIMER_REAL, 1.5)
     try:
         with pytest.raises(KeyboardInterrupt):
-            guide.run_shared("transfer", tmp_path, _spec(ctx), False, 120, [], worker, tmp_path)
+            guide.run_shared("offset", tmp_path, _spec(ctx), True, 120, LONG, worker, tmp_path)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
