@@ -113,3 +113,39 @@ def test_experiments_and_the_tuner_share_one_rule():
     assert params["min_time"].default == timing_policy.MIN_TIME_S
     assert params["min_repeats"].default == timing_policy.MIN_SAMPLES
     assert params["max_repeats"].default == timing_policy.MAX_SAMPLES
+
+
+def test_a_launch_of_several_steps_is_one_sample_of_their_summed_times():
+    a, b = _Kernel(0.0), _Kernel(0.0)
+    resets: list[int] = []
+    s = timing.time_steps([(a, [64], None), (b, [64], None)], warmup=2,
+                          policy=Policy(min_samples=4, rel_target=None),
+                          reset=lambda: resets.append(1))
+    assert len(s.times) == 4 and np.allclose(s.times, 2000.0)
+    # Each kernel timed once per sample, warm-ups launched (not timed), a reset before each of the 6.
+    assert a.rounds == [(0, 1)] * 4 and b.rounds == [(0, 1)] * 4 and len(resets) == 6
+
+
+def test_the_policy_times_anything_timed_in_batches():
+    """collect_rounds is the rule for transfers too: a batch callable, not a kernel."""
+    calls: list[tuple[int, int]] = []
+    rng = np.random.default_rng(5)
+
+    def batch(count: int, warm: int) -> list[float]:
+        calls.append((count, warm))
+        return (1e6 * (1 + 0.05 * rng.standard_normal(count))).tolist()
+
+    s = timing.collect_rounds(batch, warmup=3, policy=Policy(min_samples=10, rel_target=0.01))
+    assert s.stopped == timing.CONVERGED and calls[0] == (10, 3)
+    assert all(warm == 0 for _, warm in calls[1:]) and sum(c for c, _ in calls) == len(s.times)
+    # A minimum time is added up the same way: 1 ms a sample, 50 ms asked for.
+    calls.clear()
+    s = timing.collect_rounds(batch, warmup=0, policy=Policy(min_samples=2, rel_target=None,
+                                                              min_time_s=0.05))
+    assert s.times.sum() >= 0.05e9 and s.stopped == timing.ENOUGH and len(calls) >= 2
+
+
+def test_a_run_floor_raises_the_policy_minimum_and_its_cap():
+    rule = Policy(max_samples=5).at_least(8, 0.5)
+    assert (rule.min_samples, rule.min_time_s, rule.max_samples) == (8, 0.5, 8)
+    assert timing_policy.DEFAULT.at_least(3, 0.0).rel_target == timing_policy.DEFAULT.rel_target

@@ -427,3 +427,25 @@ def test_cli_runs_and_plots(ctx, tmp_path, capsys, monkeypatch, name, size):
     back = pyclperf.Results.load(tmp_path / f"{name}.jsonl")
     # (A ceiling this CPU device's copies beat would make their rows suspect: pyclperf.measure.plausible.)
     assert back.meta["pcie_gbps"] == 1000.0 and back.all_verified
+
+
+def test_transfers_are_timed_by_the_runs_policy(ctx):
+    """Transfers stop by the same rule as kernel launches: --min-time-s and the interval reach
+    them, and each row says how its timing stopped (they used to time a fixed 10, whatever
+    was asked)."""
+    res = pyclperf.run("transfer", ctx, sizes=[64 * KiB], modes=["h2d pinned direct", "d2d"],
+                       min_time_s=0.02, progress=False)
+    for row in res.rows:
+        assert row["status"] == "ok", row
+        assert row["stopped"] in ("interval", "wall cap", "sample cap") and row["rounds"] >= 1
+        # The floor was reached (the mean is the times' sum over their count) unless a cap stopped it.
+        assert row["n"] * row["mean_ns"] >= 0.02e9 or row["stopped"] != "interval", row
+    assert res.meta["min_time_s"] == 0.02
+
+
+def test_a_minimum_time_is_refused_where_a_sweep_times_fixed_repeats(ctx, monkeypatch, capsys, tmp_path):
+    with pytest.raises(pyclperf.InvalidArgumentError, match="--min-time-s"):
+        pyclperf.run("timers", ctx, min_time_s=0.5, progress=False)
+    monkeypatch.setenv("PYCLPERF_DEVICE", f"{ctx.info.platform_index}:{ctx.info.device_index}")
+    assert cli.main(["run", "timers", "--min-time-s", "0.5", "--out", str(tmp_path)]) == 2
+    assert "timers times a fixed number of repeats" in capsys.readouterr().err

@@ -18,6 +18,8 @@ from .. import _core
 from ..measure.checks import landed, poison, poison_device, random_bytes
 from ..measure.stats import KiB
 from ..measure.sweep import timed_row, verdict
+from ..measure.timing import collect_rounds
+from ..measure.timing_policy import Policy
 from ..device.transfers import time_copy, time_transfer
 
 # Bytes past every transfer that must keep their poison: catches a transfer that writes too far.
@@ -121,19 +123,32 @@ class TransferRig:
                              pieces=pieces, method=method, warmup=warmup, repeats=repeats)
 
     def measure(self, mode: Mode, nbytes: int, *, pieces: int = 1, method: str = "events",
-                warmup: int = 3, repeats: int = 20, verify: bool = True) -> dict[str, Any]:
-        """Timing statistics, bandwidth and verdict of one mode and size (a row's measured part)."""
+                warmup: int = 3, repeats: int = 20, verify: bool = True,
+                policy: Policy | None = None) -> dict[str, Any]:
+        """Timing statistics, bandwidth and verdict of one mode and size (a row's measured part).
+        With ``policy`` (measure.timing_policy) the transfers are timed by its rule, as a kernel
+        launch is, and the row says how the timing stopped; without, exactly ``repeats``."""
         if not 0 < nbytes <= self.capacity:
             raise _core.InvalidArgumentError(
                 f"transfer of {nbytes} bytes outside this rig's 1..{self.capacity}")
         data = self.input(nbytes) if verify else None
         if data is not None:
             self._prepare(mode, data)
-        times = self.time(mode, nbytes, pieces=pieces, method=method, warmup=warmup, repeats=repeats)
+        stopped: dict[str, Any] = {}
+        if policy is None:
+            times = self.time(mode, nbytes, pieces=pieces, method=method, warmup=warmup,
+                              repeats=repeats)
+        else:
+            samples = collect_rounds(
+                lambda count, warm: self.time(mode, nbytes, pieces=pieces, method=method,
+                                              warmup=warm, repeats=count),
+                warmup=warmup, policy=policy)
+            times, stopped = samples.times, samples.columns()
         if self.after_timing is not None:
             self.after_timing(mode, nbytes)
         passed, detail = self._check(mode, data) if data is not None else (True, "not verified")
-        return {**timed_row(times, mode.bytes_moved(nbytes), method), **verdict(verify, passed, detail)}
+        return {**timed_row(times, mode.bytes_moved(nbytes), method), **stopped,
+                **verdict(verify, passed, detail)}
 
     def input(self, nbytes: int) -> np.ndarray:
         """The first ``nbytes`` of the rig's random bytes, drawn once at its capacity. Every

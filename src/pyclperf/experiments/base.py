@@ -12,7 +12,7 @@ An experiment (``Experiment``) declares:
 * optionally ``skip(point)``: why a point cannot run here (a missing feature), else None.
 
 The base class does the rest, once: skipping, the launch check (the core's validate_launch),
-verifying, adaptive timing (pyclperf.measure.timing.collect: rounds of back-to-back launches
+verifying, adaptive timing (pyclperf.measure.timing.time_steps: rounds of back-to-back launches
 until the median's confidence interval is narrow enough, measure.timing_policy), the row (statistics, bandwidth, operations per second, spread and the
 ``noisy`` flag) and its status (pyclperf.measure.results). Experiments that time something other than
 kernel launches (transfers, batching, timers, peak) subclass ``Sweep`` and write ``measure``.
@@ -22,17 +22,15 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
-
-import numpy as np
 
 from .. import _core
 from ..device.clocks import Timing, check_method, event_clock, timing_for
 from ..measure.conditions import energy_columns
 from ..measure.residency import conditions_of
 from ..measure import timing_policy
-from ..measure.timing import Samples, collect
+from ..measure.timing import time_steps
 from ..measure.timing_policy import Policy, policy_named
 from ..device.peak import PeakBandwidth, theoretical
 from ..measure.plausible import cache_allowance, ceiling_problem, clock_problem, flag
@@ -77,6 +75,12 @@ class Sweep(ABC):
     peak: PeakBandwidth | None = None
     # The clock the run times by and the device's event clock verdict (run_experiment sets it).
     timing: Timing | None = None
+    # How long each point is timed (run_experiment sets both per run). ``adaptive``: the sweep
+    # times its points by them (``rule``); False for one that times a fixed number of repeats
+    # on purpose (timers) or nothing (peak), which --min-time-s is then refused for.
+    min_time_s: float = MIN_TIME_S
+    policy: Policy = timing_policy.DEFAULT
+    adaptive: bool = False
     order: int = 1000  # place in the catalogue: the source documents' order (timing first)
     # True: the guide runs it in a process of its own (a kernel that spins or waits on the
     # device, register-pressure builds a driver may abort on, another runtime loaded beside
@@ -121,6 +125,10 @@ class Sweep(ABC):
     @abstractmethod
     def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
                 verify: bool) -> dict[str, Any]: ...
+
+    def rule(self, repeats: int) -> Policy:
+        """How long one point is timed: the run's policy floored by its repeats and minimum time."""
+        return self.policy.at_least(repeats, self.min_time_s)
 
     def peak_kind(self, row: dict[str, Any]) -> str | None:
         """Which ceiling a row's bandwidth is held against: "dram", "pcie" or None."""
@@ -191,49 +199,11 @@ class Check:
     columns: dict[str, Any] = field(default_factory=dict)
 
 
-class _Steps:
-    """A launch's steps seen as one kernel by measure.timing.collect: ``time`` gives each
-    launch's summed event (or host) times; ``run`` launches once."""
-
-    def __init__(self, steps: Sequence[Step]) -> None:
-        self.steps = list(steps)
-
-    def run(self, g: Any, local: Any) -> None:
-        for kernel, sg, sl in self.steps:
-            kernel.run(sg, sl)
-
-    def time(self, g: Any, local: Any, *, warmup: int, repeats: int, method: str) -> np.ndarray:
-        if len(self.steps) == 1:
-            kernel, sg, sl = self.steps[0]
-            return kernel.time(sg, sl, warmup=warmup, repeats=repeats, method=method)
-        for _ in range(warmup):
-            self.run(g, local)
-        total = np.zeros(repeats)
-        for r in range(repeats):
-            total[r] = sum(float(k.time(sg, sl, warmup=0, repeats=1, method=method)[0])
-                           for k, sg, sl in self.steps)
-        return total
-
-
-def time_launch(launch: Launch, *, warmup: int, repeats: int, method: str = "events",
-                min_time_s: float = MIN_TIME_S,
-                policy: Policy = timing_policy.DEFAULT) -> Samples:
-    """Per-launch times (ns) of ``launch`` by ``method`` ("events" or "host"), adaptively
-    (measure.timing.collect under ``policy``): at least ``repeats`` launches adding up to at
-    least ``min_time_s``, more until the median's interval is narrow enough (within the
-    policy's caps)."""
-    rule = replace(policy, min_samples=repeats, min_time_s=min_time_s,
-                   max_samples=max(repeats, policy.max_samples))
-    return collect(_Steps(launch.steps), [], None, warmup=warmup, policy=rule,
-                   reset=launch.reset, method=method)
-
-
 class Experiment(Sweep):
     """The contract: ``points``, ``launch``, ``check`` (and optionally ``skip``); the base class
     measures. See the module docstring."""
 
-    min_time_s: float = MIN_TIME_S  # run_experiment sets it per run
-    policy: Policy = timing_policy.DEFAULT  # likewise
+    adaptive = True
     cold: bool = False  # flush the last-level cache before every timed launch (experiments/_warmcold.py)
 
     @abstractmethod
@@ -275,8 +245,8 @@ class Experiment(Sweep):
                 row.update(result.columns)
             if watch is not None:
                 watch.begin()
-            samples = time_launch(launch, warmup=warmup, repeats=repeats, method=method,
-                                  min_time_s=self.min_time_s, policy=self.policy)
+            samples = time_steps(launch.steps, warmup=warmup, policy=self.rule(repeats),
+                                 reset=launch.reset, method=method)
             times = samples.times
         except _core.ClError as exc:
             # The driver refused or aborted the launch (a kernel's own work-group limit, say):
@@ -342,9 +312,12 @@ def run_experiment(
         raise _core.InvalidArgumentError(f"min_time_s must be >= 0, got {min_time_s}")
     ceilings = peak or experiment.peak or theoretical(experiment.ctx)
     experiment.peak = ceilings
+    if not experiment.adaptive and min_time_s > 0:
+        raise _core.InvalidArgumentError(
+            f"{experiment.id} times a fixed number of repeats (--repeats): a minimum time per "
+            "point (--min-time-s) does not apply")
+    experiment.min_time_s, experiment.policy = min_time_s, rule
     if isinstance(experiment, Experiment):
-        experiment.min_time_s = min_time_s
-        experiment.policy = rule
         experiment.cold = bool(cold)
     elif cold:
         raise _core.InvalidArgumentError(f"{experiment.id} times no kernel launches of its own: "
@@ -396,4 +369,4 @@ def run_experiment(
 
 
 __all__ = ["Check", "DEFAULT_LOCAL_SIZE", "Experiment", "Launch", "MIN_TIME_S", "Sweep",
-           "noise_note", "run_experiment", "time_launch"]
+           "noise_note", "run_experiment"]

@@ -41,6 +41,7 @@ class Batching(Sweep):
         "time of the most pieces / one piece (h2d pinned)", many_over_one)
     plot = {"kind": "modes", "group": "mode", "logx": True, "logy": False}
     size_arg, values_arg, local_size_arg = "total_bytes", "pieces", None
+    adaptive = True  # each transfer timed by the run's policy, as kernel launches are
 
     def __init__(self, ctx: Any, total_bytes: int | None = None,
                  pieces: Sequence[int] | None = None,
@@ -70,7 +71,7 @@ class Batching(Sweep):
                 verify: bool) -> dict[str, Any]:
         mode = Mode.parse(point["mode"])
         row = self.rig.measure(mode, self.total, pieces=point["pieces"], method=method,
-                               warmup=warmup, repeats=repeats, verify=verify)
+                               warmup=warmup, verify=verify, policy=self.rule(repeats))
         if method == "events":
             # The host clock sees what the events miss: the enqueue cost of every piece.
             host = self.rig.time(mode, self.total, pieces=point["pieces"], method="host",

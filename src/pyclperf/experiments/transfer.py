@@ -55,6 +55,7 @@ class Transfer(Sweep):
         "H2D pinned / H2D pageable bandwidth", pinned_over_pageable, source_ratio=5.0 / 2.27)
     plot = {"kind": "modes", "group": "mode", "logx": True, "logy": True}
     size_arg, values_arg, local_size_arg = "max_bytes", "sizes", None  # bytes
+    adaptive = True  # each transfer timed by the run's policy, as kernel launches are
 
     def __init__(self, ctx: Any, sizes: Sequence[int] | None = None,
                  modes: Sequence[str | Mode] | None = None, max_bytes: int | None = None) -> None:
@@ -84,7 +85,7 @@ class Transfer(Sweep):
     def measure(self, point: dict[str, Any], *, warmup: int, repeats: int, method: str,
                 verify: bool) -> dict[str, Any]:
         return self.rig.measure(Mode.parse(point["mode"]), point["size_bytes"], method=method,
-                                warmup=warmup, repeats=repeats, verify=verify)
+                                warmup=warmup, verify=verify, policy=self.rule(repeats))
 
     def peak_kind(self, row: dict[str, Any]) -> str | None:
         return Mode.parse(row["mode"]).peak_kind

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -69,25 +69,49 @@ def collect(kernel: Any, g: list[int], local: list[int] | None, *, warmup: int,
     With ``reset``, inputs are restored before every launch; the event covers only the kernel,
     so the restoring copy never enters a figure (with "host" it is outside the bracket too).
     """
-    def batch(count: int, warm: int = 0) -> list[float]:
-        if reset is None:
-            times = kernel.time(g, local, warmup=warm, repeats=count, method=method)
-            return np.asarray(times, dtype=float).tolist()
+    return time_steps([(kernel, g, local)], warmup=warmup, policy=policy, reset=reset, method=method)
+
+
+def time_steps(steps: Sequence[tuple[Any, Any, Any]], *, warmup: int,
+               policy: Policy = timing_policy.DEFAULT, reset: Callable[[], None] | None = None,
+               method: str = "events") -> Samples:
+    """``collect`` for a launch of one or more steps (kernel, global size, local size) run in
+    turn: a sample is one launch of them all, its time the sum of theirs."""
+    steps = list(steps)
+
+    def launch() -> None:
+        for kernel, g, local in steps:
+            kernel.run(g, local)
+
+    def batch(count: int, warm: int) -> list[float]:
+        if reset is None and len(steps) == 1:
+            # Warm-ups and launches queued back to back with one wait, as a hand-written loop
+            # does, not one launch-and-wait from Python each.
+            kernel, g, local = steps[0]
+            return np.asarray(kernel.time(g, local, warmup=warm, repeats=count, method=method),
+                              dtype=float).tolist()
         out = []
-        for _ in range(count):
-            reset()
-            out.append(float(kernel.time(g, local, warmup=0, repeats=1, method=method)[0]))
+        for i in range(warm + count):
+            if reset is not None:
+                reset()
+            if i < warm:
+                launch()
+            else:
+                out.append(sum(float(k.time(g, local, warmup=0, repeats=1, method=method)[0])
+                               for k, g, local in steps))
         return out
 
-    if reset is not None:
-        for _ in range(warmup):
-            reset()
-            kernel.run(g, local)
-    # Without a reset the warm-ups go to the first round's own call: queued back to back with
-    # one wait, as a hand-written loop does, not one launch-and-wait from Python each.
+    return collect_rounds(batch, warmup=warmup, policy=policy)
+
+
+def collect_rounds(batch: Callable[[int, int], Sequence[float]], *, warmup: int,
+                   policy: Policy = timing_policy.DEFAULT) -> Samples:
+    """The rounds of ``collect`` for anything timed in batches: ``batch(count, warmup)`` runs
+    ``warmup`` untimed and then ``count`` timed repetitions back to back and returns their times
+    (ns). Kernels, host transfers and device copies all stop by this one rule."""
     start = time.perf_counter()
     min_samples = min(policy.min_samples, policy.max_samples)
-    times = batch(min_samples, 0 if reset is not None else warmup)
+    times = [float(t) for t in batch(min_samples, warmup)]
     rounds = 1
     goal_ns = policy.min_time_s * 1e9
     limit = wall_limit_s(policy.min_time_s, policy.max_wall_s)
@@ -118,7 +142,7 @@ def collect(kernel: Any, g: list[int], local: list[int] | None, *, warmup: int,
             need = max(need, min(math.ceil(wanted) - n, 4 * n), max(1, n // 2))
         # Launches that fit in the wall time left, at the wall time each has cost so far.
         fits = max(1, int((limit - spent) / (spent / n))) if spent > 0 else need
-        times += batch(min(policy.max_samples - n, need, fits))
+        times += [float(t) for t in batch(min(policy.max_samples - n, need, fits), 0)]
         rounds += 1
     return Samples(np.asarray(times), stopped, rounds,
                    median_interval(ordered, policy.confidence), width if policy.rel_target is not None

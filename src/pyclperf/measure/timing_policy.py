@@ -62,6 +62,12 @@ class Policy:
             raise ValueError(f"min_time_s and max_wall_s must be >= 0, got {self.min_time_s}, "
                              f"{self.max_wall_s}")
 
+    def at_least(self, samples: int, min_time_s: float) -> "Policy":
+        """This rule with a run's own floor: ``samples`` (its --repeats) and ``min_time_s`` (its
+        --min-time-s) in place of the policy's, the sample cap raised to fit them."""
+        return replace(self, min_samples=samples, min_time_s=min_time_s,
+                       max_samples=max(samples, self.max_samples))
+
     def thorough(self, factor: int = THOROUGH_FACTOR) -> "Policy":
         """``factor`` times the measurement: a target sqrt(factor) tighter, ``factor`` times the
         samples, floor and caps."""
