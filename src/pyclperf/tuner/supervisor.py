@@ -57,7 +57,7 @@ class Supervisor:
     # --- the worker ---------------------------------------------------------------------
     def _ready(self) -> Worker:
         """A live worker holding this job (started, and sent the job, as needed)."""
-        if self.worker is None or not self.worker.alive():
+        if self.worker is None or not self.worker.usable():
             if self.worker is not None:
                 self.worker.kill()
                 self.restarts += 1
@@ -200,7 +200,7 @@ def checkout(device: str) -> Supervisor:
         worker = None
         while pool and worker is None:
             candidate = pool.pop()
-            if candidate.alive():
+            if candidate.usable():
                 worker = candidate
             else:
                 candidate.kill()
@@ -221,7 +221,10 @@ def prestart(device: str) -> None:
 def checkin(supervisor: Supervisor) -> None:
     """Give the supervisor's worker back for the next call (or end it if one is kept already)."""
     worker, supervisor.worker = supervisor.worker, None
-    if worker is None or not worker.alive():
+    if worker is None:
+        return
+    if worker.awaiting or not worker.alive():  # interrupted mid-request, or dead: not reused
+        worker.kill()
         return
     worker.job_id = None
     with _lock:

@@ -64,7 +64,11 @@ class Worker:
         # is read when first needed.
         message, _ = channel.dumps(("open", device, [p or os.getcwd() for p in sys.path]))
         channel.send(self.to_child, message)
-        self._opening = True
+        self._opening = True      # the "open" reply is still to be read (_opened)
+        # True while a reply is being waited for, until it is read whole. A worker left so
+        # (Ctrl-C while it worked) still owes that reply, which the next request would read as
+        # its own: it is never given another request (usable()).
+        self.awaiting = False
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -76,6 +80,7 @@ class Worker:
         if not self._opening:
             return
         self._opening = False
+        self.awaiting = True
         try:
             reply = channel.loads(channel.receive(self.from_child, time.monotonic() + START_TIMEOUT_S))
         except (channel.ChannelClosed, channel.ChannelTimeout):
@@ -87,6 +92,7 @@ class Worker:
             self.kill()
             raise WorkerFailed(f"the worker process could not open device {self.device!r}: "
                                f"{reply[1]}")
+        self.awaiting = False
         self._summary = reply[1]
 
     def request(self, request: tuple[Any, ...] | bytes, timeout: float) -> tuple[Any, ...]:
@@ -99,6 +105,7 @@ class Worker:
         else:
             message, path = channel.dumps(request)
         self._mark = self._log_end()
+        self.awaiting = True
         try:
             channel.send(self.to_child, message)
             deadline = None if math.isinf(timeout) else time.monotonic() + timeout
@@ -107,6 +114,7 @@ class Worker:
             raise channel.ChannelClosed() from None
         finally:
             channel.discard(path)  # the worker removes it once mapped; not if it died first
+        self.awaiting = False
         if reply[0] == "error":
             raise WorkerFailed(reply[1])
         if reply[0] == "interrupt":
@@ -115,6 +123,10 @@ class Worker:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def usable(self) -> bool:
+        """Alive, and owing no reply: fit for the next request."""
+        return not self.awaiting and self.alive()
 
     def _log_end(self) -> int:
         try:
