@@ -15,8 +15,10 @@ import pyclperf
 from pyclperf import tune
 
 SLOW_SWEEP = textwrap.dedent("""
-    import sys, numpy as np, pyclperf
+    import signal, sys, numpy as np, pyclperf
     from pyclperf import tune
+    # Ctrl-C as at a terminal, also where the tests run as a background job (SIGINT ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     src = '''__kernel void spin(__global float* y, const int reps) {
         float v = (float)get_global_id(0);
         for (int r = 0; r < reps * 64; ++r) v = v * 0.999f + 1.0f;
@@ -60,6 +62,8 @@ def test_killed_sweep_keeps_rows_and_resumes(tmp_path, ctx, sig):
     proc.communicate(timeout=120)
     kept = pyclperf.Results.load(out)
     assert len(kept.rows) >= 2 and all("status" in r for r in kept.rows)
+    if sig == signal.SIGINT:  # it stopped the sweep, which says so, rather than being ignored
+        assert kept.meta.get("interrupted") is True and len(kept.rows) < 12
     # Every line but possibly a cut last one is complete JSON.
     lines = out.read_text().splitlines()
     for line in lines[:-1]:
