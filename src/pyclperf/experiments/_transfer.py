@@ -127,27 +127,21 @@ class TransferRig:
                 policy: Policy | None = None) -> dict[str, Any]:
         """Timing statistics, bandwidth and verdict of one mode and size (a row's measured part).
         With ``policy`` (measure.timing_policy) the transfers are timed by its rule, as a kernel
-        launch is, and the row says how the timing stopped; without, exactly ``repeats``."""
+        launch is; without, exactly ``repeats``. The row says how the timing stopped."""
         if not 0 < nbytes <= self.capacity:
             raise _core.InvalidArgumentError(
                 f"transfer of {nbytes} bytes outside this rig's 1..{self.capacity}")
         data = self.input(nbytes) if verify else None
         if data is not None:
             self._prepare(mode, data)
-        stopped: dict[str, Any] = {}
-        if policy is None:
-            times = self.time(mode, nbytes, pieces=pieces, method=method, warmup=warmup,
-                              repeats=repeats)
-        else:
-            samples = collect_rounds(
-                lambda count, warm: self.time(mode, nbytes, pieces=pieces, method=method,
-                                              warmup=warm, repeats=count),
-                warmup=warmup, policy=policy)
-            times, stopped = samples.times, samples.columns()
+        samples = collect_rounds(
+            lambda count, warm: self.time(mode, nbytes, pieces=pieces, method=method,
+                                          warmup=warm, repeats=count),
+            warmup=warmup, policy=policy or Policy(min_samples=repeats, rel_target=None))
         if self.after_timing is not None:
             self.after_timing(mode, nbytes)
         passed, detail = self._check(mode, data) if data is not None else (True, "not verified")
-        return {**timed_row(times, mode.bytes_moved(nbytes), method), **stopped,
+        return {**timed_row(samples.times, mode.bytes_moved(nbytes), method), **samples.columns(),
                 **verdict(verify, passed, detail)}
 
     def input(self, nbytes: int) -> np.ndarray:
