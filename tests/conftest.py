@@ -4,10 +4,21 @@ otherwise a comma-separated list of device specs."""
 
 from __future__ import annotations
 
+import signal
+
 import numpy as np
 import pytest
 
 import pyclperf
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The Ctrl-C tests (tune, the guide, the distributed client, a killed sweep) expect SIGINT
+    # to raise KeyboardInterrupt, as at a terminal. A run started as a background job (CI)
+    # begins with SIGINT ignored, which their interrupts, and the child processes they start,
+    # would inherit: they would test nothing, or wait out a hung kernel's limit.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -15,10 +15,8 @@ import pyclperf
 from pyclperf import tune
 
 SLOW_SWEEP = textwrap.dedent("""
-    import signal, sys, numpy as np, pyclperf
+    import sys, numpy as np, pyclperf
     from pyclperf import tune
-    # Ctrl-C as at a terminal, also where the tests run as a background job (SIGINT ignored).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     src = '''__kernel void spin(__global float* y, const int reps) {
         float v = (float)get_global_id(0);
         for (int r = 0; r < reps * 64; ++r) v = v * 0.999f + 1.0f;
