@@ -223,7 +223,7 @@ def checkin(supervisor: Supervisor) -> None:
     worker, supervisor.worker = supervisor.worker, None
     if worker is None:
         return
-    if worker.awaiting or not worker.alive():  # interrupted mid-request, or dead: not reused
+    if not worker.usable():  # dead, or interrupted while it owed a reply: not reused
         worker.kill()
         return
     worker.job_id = None
