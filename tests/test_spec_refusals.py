@@ -163,7 +163,7 @@ def test_outputs_must_be_writable_files(tmp_path: Path, capsys) -> None:
     (["--timeout", "nan"], "spec: --timeout: NaN is not a number a spec may hold"),
     (["--timeout", "0"], "spec: --timeout: must be more than 0, not 0.0"),
     (["--time-limit=-inf"], "spec: --time-limit: -Infinity is not a number"),
-    (["--strategy", "genetic"], 'spec: --strategy: must be one of "brute_force"'),
+    (["--strategy", "genetic"], 'spec: --strategy: must be one of "auto", "brute_force"'),
     (["--max-fevals", "lots"], "tune: argument --max-fevals: invalid int value: 'lots'"),
     (["--top", "-3"], "tune: argument --top: must be 0 or more, not -3"),
     (["--bogus"], "unrecognized arguments: --bogus"),

@@ -179,13 +179,9 @@ def test_kt_restriction_shapes(stub: Stub) -> None:
     ({"cmem_args": {"c": np.zeros(1)}}, "cmem_args"),
     ({"texmem_args": {"t": np.zeros(1)}}, "texmem_args"),
     ({"observers": [object()]}, "observers"),
-    ({"simulation_mode": True}, "simulation_mode"),
     ({"defines": {"X": 1}}, "defines"),
     ({"compiler": "gcc"}, "compiler"),
     ({"parallel": True}, "parallel"),
-    ({"strategy": "genetic_algorithm"}, "genetic_algorithm"),
-    ({"objective": ["time", "GB/s"]}, "multi-objective"),
-    ({"objective": "GB/s", "strategy": "bayes_opt"}, "bayes_opt"),
 ])
 def test_unsupported_features_are_named(stub: Stub, kw: dict, feature: str) -> None:
     with pytest.raises(NotImplementedError, match=feature):

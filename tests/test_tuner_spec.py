@@ -76,7 +76,7 @@ def write(tmp_path: Path, **changes: Any) -> Path:
     ({"reference": {"kind": "copy", "from": "src", "to": "nope"}},
      'reference.to: "nope" names no argument (arguments: dst, src, n)'),
     ({"reference": {"kind": "magic"}}, 'reference.kind: must be one of "copy", "npy", "expression", "matmul", not "magic"'),
-    ({"strategy": "genetic"}, 'strategy: must be one of "brute_force", "random_sample", "tpe",'),
+    ({"strategy": "genetic"}, 'strategy: must be one of "auto", "brute_force", "random_sample",'),
     ({"max_fevals": "10"}, 'max_fevals: must be an integer, not "10"'),
     ({"time_limit": True}, "time_limit: must be a number, not true"),
     ({"grid_div_x": "block_size_x"}, 'grid_div_x: must be a list, not "block_size_x"'),
@@ -149,4 +149,4 @@ def test_cli_tune_dry_run_and_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert "kernel_name = 'copy'" in out and "11 of 12 configs allowed" in out
     assert cli.main(["tune", str(write(tmp_path, strategy="nope"))]) == 2
-    assert 'strategy: must be one of "brute_force"' in capsys.readouterr().err
+    assert 'strategy: must be one of "auto", "brute_force"' in capsys.readouterr().err

@@ -37,14 +37,15 @@ INVALID = "invalid"                # the harness or a user callable raised (row 
 SKIPPED = "skipped"                # not run: a restriction, a missing feature, a device limit
 CRASHED = "crashed"                # took its worker process down (supervised or distributed runs)
 TIMEOUT = "timeout"                # ran past its time limit; its worker process was stopped
+REPLAYED = "replayed"              # not run here: the time a recorded run gave (tune(replay=...))
 SUSPECT = "suspect"                # ran (``verified`` says whether it passed), but its figures
 #                                    are beyond what the device can do: the row's ``suspect``
 #                                    says why (pyclperf.measure.plausible); nothing rests on it
 STATUSES = (OK, TIMED, WRONG, OUT_OF_BOUNDS, BUILD_FAILED, LAUNCH_FAILED, INVALID, SKIPPED, CRASHED,
-            TIMEOUT, SUSPECT)
+            TIMEOUT, SUSPECT, REPLAYED)
 # Statuses that are not failures: a row that ran as intended, or was deliberately not run. A
 # suspect row ran as intended too; the command line counts such rows apart.
-NOT_FAILED = (OK, TIMED, SKIPPED, SUSPECT)
+NOT_FAILED = (OK, TIMED, SKIPPED, SUSPECT, REPLAYED)
 
 
 class Results:
@@ -85,13 +86,15 @@ class Results:
     def best(self, metric: str = "time_ms", higher_is_better: bool | None = None) -> dict[str, Any]:
         """The verified row with the best ``metric`` (lowest time; highest of anything else unless
         ``higher_is_better`` says otherwise). Only "ok" rows compete: an unverified time is no
-        result. ValueError when no row was verified."""
-        rows = [r for r in self.rows if r.get("status") == OK and r.get(metric) is not None]
+        result; in a replayed run (``meta["replay"]``), replayed rows compete instead, and what
+        comes back is what the recorded run measured. ValueError when no row qualifies."""
+        wanted = REPLAYED if self.meta.get("replay") else OK
+        rows = [r for r in self.rows if r.get("status") == wanted and r.get(metric) is not None]
         if not rows:
             counts: dict[str, int] = {}
             for r in self.rows:
                 counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
-            raise ValueError(f"no verified row with {metric!r} among {len(self.rows)} rows "
+            raise ValueError(f"no {'replayed' if wanted == REPLAYED else 'verified'} row with {metric!r} among {len(self.rows)} rows "
                              f"(statuses: {counts or 'none'})")
         if higher_is_better is None:
             higher_is_better = not (metric.startswith("time") or metric.endswith("_ns"))

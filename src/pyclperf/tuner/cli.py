@@ -12,7 +12,7 @@ from typing import Any
 # The spec keys the command line may override, and the option that does.
 TUNE_OVERRIDES = {"strategy": "--strategy", "max_fevals": "--max-fevals",
                   "time_limit": "--time-limit", "timeout": "--timeout", "out": "--out",
-                  "cache": "--cache", "method": "--method"}
+                  "cache": "--cache", "method": "--method", "seed": "--seed"}
 
 
 def _dry_run_space(space: Any, samples: int = 10_000) -> str:
@@ -47,7 +47,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if key in overrides:
             overrides[key] = os.path.abspath(overrides[key])
     labels = {key: TUNE_OVERRIDES[key] for key in overrides}
-    spec = parse_spec(args.spec, overrides, labels=labels, allocate=not args.dry_run)
+    replaying = args.replay is not None
+    # A replay builds nothing and launches nothing: its arguments are never made.
+    spec = parse_spec(args.spec, overrides, labels=labels,
+                      allocate=not (args.dry_run or replaying))
     kwargs = dict(spec.kwargs)
     if args.no_isolate:
         kwargs["isolate"] = False
@@ -63,9 +66,21 @@ def cmd_tune(args: argparse.Namespace) -> int:
         for k, v in shown.items():
             print(f"  {k} = {v!r}")
         return 0
-    ctx = pyclperf.Context(args.device)
-    print(f"tuning {kwargs['kernel_name']} on {ctx.info.name} ({ctx.info.platform_name})", flush=True)
-    results = pyclperf.tune(ctx=ctx, **kwargs)
+    if replaying:
+        kwargs.setdefault("args", [])
+        for key in ("isolate", "check", "cache"):
+            kwargs.pop(key, None)
+        print(f"replaying {kwargs['kernel_name']} from {args.replay}: no device is used", flush=True)
+        results = pyclperf.tune(replay=args.replay, replay_missing=args.replay_missing, **kwargs)
+        replay = results.meta["replay"]
+        print(f"{replay['format']} recorded on {replay['device_name'] or 'an unnamed device'}; "
+              f"{results.meta['fevals']} configurations replayed by {results.meta['algorithm']}, "
+              f"{results.meta['simulated_time_s']:.1f} s of recorded tuning time")
+    else:
+        ctx = pyclperf.Context(args.device)
+        print(f"tuning {kwargs['kernel_name']} on {ctx.info.name} ({ctx.info.platform_name})",
+              flush=True)
+        results = pyclperf.tune(ctx=ctx, **kwargs)
     print(best_table(results, top=args.top))
     for key in ("out", "cache"):
         if kwargs.get(key):
@@ -80,7 +95,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print("interrupted: the finished configurations are saved", file=sys.stderr)
         return EXIT_INTERRUPTED
     # Exit 1 when no config ran to completion: a tuning run with nothing to pick is a failure.
-    return 0 if any(r.get("status") in ("ok", "timed") for r in results.rows) else 1
+    return 0 if any(r.get("status") in ("ok", "timed", "replayed") for r in results.rows) else 1
 
 
 def _count(text: str) -> int:
@@ -119,5 +134,13 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter], exit_codes: str) -> 
     t.add_argument("--out", default=None, help="override the spec's results file")
     t.add_argument("--cache", default=None, help="override the spec's Kernel Tuner cache file")
     t.add_argument("--top", type=_count, default=10, help="rows of the best-configs table (default 10)")
+    t.add_argument("--replay", default=None, metavar="FILE",
+                   help="search the times a Kernel Tuner cache (.json or .json.gz) or a T4 "
+                        "results file recorded, instead of measuring: no device is opened, "
+                        "nothing is built, rows are marked 'replayed'")
+    t.add_argument("--replay-missing", choices=("error", "skip"), default="error",
+                   help="a configuration the replayed file lacks: stop with an error naming it "
+                        "(default), or give it a 'skipped' row")
+    t.add_argument("--seed", type=_count, default=None, help="override the spec's seed")
     t.add_argument("--dry-run", action="store_true", help="check the spec and show what would run")
     t.set_defaults(func=cmd_tune)

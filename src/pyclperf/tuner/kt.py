@@ -22,8 +22,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .ktcache import entry_from_row
 from .restrictions import compile_expression
+from .strategies import NAMES as _STRATEGIES
 
-_STRATEGIES = ("brute_force", "random_sample", "bayes_opt")
+# What only compiling and launching use: a simulation (replay) accepts and ignores them, as
+# Kernel Tuner's simulation mode does, so a script written for CUDA or HIP replays too.
+_LAUNCH_ONLY = ("lang", "smem_args", "cmem_args", "texmem_args", "compiler", "defines")
 
 
 def tune(*args: Any, **kwargs: Any) -> Any:
@@ -148,8 +151,12 @@ def _kt_results(res: Any, names: Sequence[str], metric_names: Sequence[str]) -> 
     for row in res.rows:
         if row.get("status") == "skipped":
             continue
-        entry = entry_from_row(row, names, metric_names)
+        figures = list(metric_names) + [n for n in res.meta.get("objectives", ())
+                                        if n != "time" and n not in metric_names]
+        entry = entry_from_row(row, names, figures)
         entry.pop("pyclperf_error", None)
+        if "pareto" in row:
+            entry["pyclperf_pareto"] = bool(row["pareto"])
         out.append(entry)
     return out
 
@@ -162,7 +169,14 @@ def _env(res: Any, results: list[dict], iterations: int, compiler_options: Any,
         "platform_version": dev.get("platform_version"), "device_version": dev.get("version"),
         "opencl_c_version": dev.get("opencl_c_version"),
         "driver_version": dev.get("driver_version"), "iterations": iterations,
-        "compiler_options": compiler_options, "pyclperf_results": res}
+        "compiler_options": compiler_options, "pyclperf_results": res,
+        "strategy": res.meta.get("strategy"), "algorithm": res.meta.get("algorithm")}
+    if res.meta.get("replay"):
+        # KT's simulation mode reports the recorded tuning time it simulated, in ms.
+        env["simulation"] = True
+        env["simulated_time"] = float(res.meta.get("simulated_time_s") or 0.0) * 1e3
+    if "pareto" in res.meta:
+        env["pareto"] = [r for r in results if r.get("pyclperf_pareto")]
     scored = [r for r in results if isinstance(r.get(objective), (int, float))
               and not isinstance(r.get(objective), bool)]
     if scored:
@@ -185,39 +199,46 @@ def tune_kernel(kernel_name: str, kernel_source: Any, problem_size: Any, argumen
                 objectives: Any = None, seed: Any = None) -> tuple[list[dict], dict[str, Any]]:
     """Tune an OpenCL kernel with Kernel Tuner's arguments; returns (results, env) like KT.
 
-    See Kernel Tuner's documentation for each argument. Differences: only OpenCL
-    (``lang`` None or "OpenCL"); strategies brute_force, random_sample and bayes_opt (Optuna's
-    TPE here); "time" is the median of the launches (KT reports their mean; a median is not
-    dragged by one slow launch); KT's verify gets the outputs of every array argument; metrics
-    see the parameters, "time" (ms) and earlier metrics, not KT's other timing fields;
-    ``verbose`` has no effect (every skipped or failed config's reason is in its row of
-    ``env["pyclperf_results"]``); the NDRange has as many dimensions as the problem and the
-    tuned block sizes span, where Kernel Tuner always launches 3 (the work-items in each
+    See Kernel Tuner's documentation for each argument. Every Kernel Tuner strategy name runs
+    (pyclperf.tuner.strategies says which algorithm each runs here), and ``strategy="auto"``.
+    ``simulation_mode=True`` replays the times ``cache`` recorded (a Kernel Tuner cache, gzipped
+    or not, or a T4 results file): no device is opened, nothing is built, and ``lang``,
+    ``smem_args``, ``cmem_args``, ``texmem_args``, ``compiler`` and ``defines`` are accepted and
+    ignored, as Kernel Tuner's simulation mode does; rows are marked replayed. Otherwise only
+    OpenCL is tuned (``lang`` None or "OpenCL"). ``objective`` may name any figure of the rows
+    (a metric); ``objectives`` ({name: higher_is_better}) tunes several at once with a
+    multi-objective strategy (nsga2, nsga3, genetic_algorithm, tpe or auto), whose Pareto front
+    is ``env["pareto"]``. Differences: "time" is the median of the launches (KT reports their
+    mean; a median is not dragged by one slow launch); KT's verify gets the outputs of every
+    array argument; metrics see the parameters, "time" (ms) and earlier metrics, not KT's other
+    timing fields; ``verbose`` has no effect (every skipped or failed config's reason is in its
+    row of ``env["pyclperf_results"]``); the NDRange has as many dimensions as the problem and
+    the tuned block sizes span, where Kernel Tuner always launches 3 (the work-items in each
     dimension are the same: a 1-D problem with block_size_y tuned launches (n, block_size_y)).
     As in Kernel Tuner, a signed NumPy integer passes for an unsigned scalar parameter when
     its value fits.
     """
-    if lang is not None and str(lang).lower() != "opencl":
-        raise _unsupported(f"lang={lang!r}", "pyclperf tunes OpenCL kernels only")
-    for feature, value in (("smem_args", smem_args), ("cmem_args", cmem_args),
-                           ("texmem_args", texmem_args), ("compiler", compiler),
-                           ("defines", defines), ("log", log), ("observers", observers),
-                           ("simulation_mode", simulation_mode), ("parallel", parallel),
-                           ("objectives", objectives)):
+    simulating = bool(simulation_mode)
+    launch_only = {"lang": lang, "smem_args": smem_args, "cmem_args": cmem_args,
+                   "texmem_args": texmem_args, "compiler": compiler, "defines": defines}
+    if not simulating:
+        if lang is not None and str(lang).lower() != "opencl":
+            raise _unsupported(f"lang={lang!r}", "pyclperf tunes OpenCL kernels only (a "
+                               "simulation, simulation_mode=True, replays any language)")
+        for feature in _LAUNCH_ONLY[1:]:
+            if launch_only[feature]:
+                raise _unsupported(feature)
+    elif cache is None:
+        raise ValueError("tune_kernel: simulation_mode=True replays a cache file: give cache=")
+    for feature, value in (("log", log), ("observers", observers), ("parallel", parallel)):
         if value:
             raise _unsupported(feature)
     if strategy is None:
         strategy = "brute_force"
     if strategy not in _STRATEGIES:
-        raise _unsupported(f"strategy {strategy!r}", f"choose one of {', '.join(_STRATEGIES)}")
-    objective = objective or "time"
-    if isinstance(objective, (list, tuple)):
-        raise _unsupported("multi-objective tuning")
-    if objective != "time" and strategy == "bayes_opt":
-        raise _unsupported(f"objective {objective!r} with bayes_opt",
-                           "the model-based search minimises time")
-    if objective_higher_is_better is None:
-        objective_higher_is_better = False
+        raise ValueError(f"tune_kernel: unknown strategy {strategy!r}; choose one of "
+                         f"{', '.join(_STRATEGIES)}")
+    goal, higher = _objectives(objective, objective_higher_is_better, objectives)
     if not isinstance(tune_params, Mapping):
         raise ValueError("tune_params must be a dict of parameter name -> list of values")
     names = list(tune_params)
@@ -226,10 +247,54 @@ def tune_kernel(kernel_name: str, kernel_source: Any, problem_size: Any, argumen
     time_limit = opts.pop("time_limit", None)
     if cache is not None:
         cache = str(cache)
-        if not cache.endswith(".json"):            # KT appends the suffix too
+        # KT appends the suffix too; a replayed file is taken as named when it exists.
+        if not cache.endswith(".json") and not (simulating and os.path.isfile(cache)):
             cache += ".json"
     kt_metrics = _metrics(metrics, names)
-    res = tune(_source(kernel_source), kernel_name, problem_size, arguments,
+    if simulating:
+        res = tune("", kernel_name, problem_size, [], tune_params=dict(tune_params),
+                   restrictions=_restrictions(restrictions, names), metrics=kt_metrics,
+                   strategy=strategy, strategy_options=opts or None, max_fevals=max_fevals,
+                   time_limit=time_limit, seed=seed, progress=False if quiet else None,
+                   replay=cache, objective=goal, objective_higher_is_better=higher)
+    else:
+        res = _measure(kernel_name, kernel_source, problem_size, arguments, tune_params,
+                       grid_div_x, grid_div_y, grid_div_z, restrictions, answer, atol, verify,
+                       device, platform, compiler_options, iterations, block_size_names, quiet,
+                       strategy, opts, cache, kt_metrics, max_fevals, time_limit, seed, goal,
+                       higher, names)
+    results = _kt_results(res, names, list(metrics or ()))
+    first = goal if isinstance(goal, str) else goal[0]
+    first_higher = higher if isinstance(higher, bool) else bool(higher and higher[0])
+    env = _env(res, results, iterations, compiler_options, first, first_higher)
+    if not quiet and "best_config" in env:
+        best = env["best_config"]
+        shown = ", ".join(f"{k}={best[k]}" for k in names + [first] if k in best)
+        print(f"best performing configuration: {shown}")
+    return results, env
+
+
+def _objectives(objective: Any, higher: Any, objectives: Any) -> tuple[Any, Any]:
+    """KT's objective / objective_higher_is_better / objectives as tune()'s."""
+    if objectives:
+        if not isinstance(objectives, Mapping):
+            raise ValueError("objectives should be a dict of (objective, higher_is_better) pairs")
+        return list(objectives), [bool(v) for v in objectives.values()]
+    objective = objective or "time"
+    if isinstance(objective, (list, tuple)):
+        objective = list(objective)
+    return objective, (False if higher is None else higher)
+
+
+def _measure(kernel_name: str, kernel_source: Any, problem_size: Any, arguments: list,
+             tune_params: Mapping[str, Any], grid_div_x: Any, grid_div_y: Any, grid_div_z: Any,
+             restrictions: Any, answer: Any, atol: float, verify: Any, device: int,
+             platform: int, compiler_options: Any, iterations: int, block_size_names: Any,
+             quiet: bool, strategy: str, opts: dict[str, Any], cache: Any, kt_metrics: Any,
+             max_fevals: Any, time_limit: Any, seed: Any, goal: Any, higher: Any,
+             names: list[str]) -> Any:
+    """tune_kernel on the device: the KT arguments as tune()'s keywords."""
+    return tune(_source(kernel_source), kernel_name, problem_size, arguments,
                tune_params=dict(tune_params), ctx=_context(platform, device),
                restrictions=_restrictions(restrictions, names),
                compiler_options=list(compiler_options) if compiler_options else None,
@@ -239,12 +304,5 @@ def tune_kernel(kernel_name: str, kernel_source: Any, problem_size: Any, argumen
                verify=_verify(verify, answer, atol), atol=atol, metrics=kt_metrics,
                iterations=iterations, strategy=strategy, strategy_options=opts or None,
                max_fevals=max_fevals, time_limit=time_limit, seed=seed, cache=cache,
-               progress=False if quiet else None)
-    results = _kt_results(res, names, list(metrics or ()))
-    env = _env(res, results, iterations, compiler_options, objective,
-               bool(objective_higher_is_better))
-    if not quiet and "best_config" in env:
-        best = env["best_config"]
-        shown = ", ".join(f"{k}={best[k]}" for k in names + [objective] if k in best)
-        print(f"best performing configuration: {shown}")
-    return results, env
+               progress=False if quiet else None, objective=goal,
+               objective_higher_is_better=higher)

@@ -79,7 +79,7 @@ def cache_key(config: Mapping[str, Any], keys: Sequence[str]) -> str:
     return ",".join(str(config[k]) for k in keys)
 
 
-def _parse(text: str) -> dict[str, Any]:
+def parse_text(text: str) -> dict[str, Any]:
     """Parse a cache file's text, closing it first if it was left open (KT's own repair), and
     dropping a torn last entry line if a crash cut one short."""
     text = text.strip()
@@ -101,7 +101,7 @@ def _parse(text: str) -> dict[str, Any]:
 
 def read_cache(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """(header, entries) of a KT cache file, closed or left open by an interrupted run."""
-    data = _parse(Path(path).read_text())
+    data = parse_text(Path(path).read_text())
     missing = [k for k in ("kernel_name", "tune_params_keys", "cache") if k not in data]
     if missing:
         raise ValueError(f"{path}: not a Kernel Tuner cache file (no {', '.join(missing)})")

@@ -251,6 +251,11 @@ class Expression:
         except TooLarge as exc:
             raise self._too_large(exc) from None
 
+    @property
+    def tree(self) -> ast.Expression:
+        """The checked syntax tree (tuner.vector_restrictions evaluates it over arrays)."""
+        return self._tree
+
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
 

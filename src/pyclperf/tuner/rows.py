@@ -50,7 +50,8 @@ def best_table(results: Any, top: int = 10) -> str:
     rows = list(results.rows)
     names = param_names(results.meta, rows)
     metrics = [m for m in metric_names(results.meta) if m not in ROW_FIELDS]
-    timed = [r for r in rows if r.get("status") in ("ok", "timed") and r.get("time_ms") is not None]
+    timed = [r for r in rows if r.get("status") in ("ok", "timed", "replayed")
+             and r.get("time_ms") is not None]
     timed.sort(key=lambda r: (r["status"] != "ok", float(r["time_ms"])))
     cols = names + ["status", "time_ms", "spread_pct"] + metrics
     lines = []
@@ -69,7 +70,9 @@ def best_table(results: Any, top: int = 10) -> str:
     if pruned:  # they have no rows (the restrictions took them out of the space): say so
         line += f"; {pruned} more ruled out by the restrictions"
     lines.append(line)
-    if timed and timed[0]["status"] != "ok":
+    if results.meta.get("replay"):
+        lines.append("replayed: these times are what the recorded run measured, not measured here")
+    elif timed and timed[0]["status"] != "ok":
         lines.append("no config was verified: give a reference to verify the outputs")
     return "\n".join(lines)
 

@@ -21,6 +21,8 @@ import random
 from array import array
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from .measure import restriction_verdict
 from .space import Config, check_params, config_key
 
@@ -72,12 +74,18 @@ class Shuffle:
         raise StopIteration
 
 
+def value_key(v: Any) -> tuple[bool, Any]:
+    """A parameter value as a dict key: True and 1 (and False and 0) are equal in Python but
+    different parameter values, so booleans are told apart; 128 and np.int64(128) stay equal."""
+    return (isinstance(v, (bool, np.bool_)), v)
+
+
 def _positions(values: Sequence[Any]) -> dict[Any, int] | None:
     """value -> its first position, or None when a value is unhashable (then searched)."""
     out: dict[Any, int] = {}
     try:
         for i, v in enumerate(values):
-            out.setdefault(v, i)
+            out.setdefault(value_key(v), i)
     except TypeError:
         return None
     return out
@@ -106,14 +114,37 @@ class Space:
         if not self.restrictions:
             self.allowed_ids = range(self.size)
         elif self.size <= exact_limit:
-            ids = array("q")
-            for i, config in enumerate(self._walk()):
-                why = self.verdict(config)
-                if why is None:
-                    ids.append(i)
-                elif why:
-                    self.failed.append((config, why))
-            self.allowed_ids = ids
+            self.allowed_ids = self._count()
+
+    def _count(self) -> Sequence[int]:
+        """The allowed ids, walking the product once (string restrictions evaluated over all of
+        it at once where tuner.vector_restrictions can; the evaluator decides the rest)."""
+        ids = array("q")
+        trees = [getattr(getattr(r, "expr", None), "tree", None) for r in self.restrictions]
+        fast = None
+        if all(t is not None for t in trees):
+            import numpy as np
+
+            from .vector_restrictions import verdicts
+            fast = verdicts(self.values, self.names, trees, np.arange(self.size, dtype=np.int64),
+                            [stride for stride, _ in self._digits])
+        if fast is None:
+            candidates: Iterator[int] = iter(range(self.size))
+        else:
+            allowed, unsure = fast
+            candidates = iter(np.flatnonzero(allowed | unsure).tolist())
+            sure = set(np.flatnonzero(allowed & ~unsure).tolist())
+        for i in candidates:
+            if fast is not None and i in sure:
+                ids.append(i)
+                continue
+            config = self.config(i)
+            why = self.verdict(config)
+            if why is None:
+                ids.append(i)
+            elif why:
+                self.failed.append((config, why))
+        return ids
 
     # --- what is known without a walk ------------------------------------------------------
     @property
@@ -141,7 +172,7 @@ class Space:
                 return None
             v = config[n]
             try:
-                k = pos.get(v) if pos is not None else vals.index(v)
+                k = pos.get(value_key(v)) if pos is not None else vals.index(v)
             except (TypeError, ValueError):
                 k = None
             if k is None:
@@ -240,7 +271,7 @@ class Space:
             digits = list(seen)                       # a dict keeps the order of insertion
         out: list[Any] = []
         for d in digits:
-            if vals[d] not in out:
+            if all(value_key(vals[d]) != value_key(o) for o in out):
                 out.append(vals[d])
         return out
 
@@ -274,14 +305,14 @@ class ListSpace(Space):
         self.allowed_ids = range(self.size)
         self._index: dict[tuple[Any, ...], int] = {}
         for i, c in enumerate(self.configs):
-            self._index[tuple(c[n] for n in self.names)] = i
+            self._index[tuple(value_key(c[n]) for n in self.names)] = i
 
     def config(self, i: int) -> Config:
         return dict(self.configs[i])
 
     def index(self, config: Mapping[str, Any]) -> int | None:
         try:
-            return self._index.get(tuple(config[n] for n in self.names))
+            return self._index.get(tuple(value_key(config[n]) for n in self.names))
         except (KeyError, TypeError):
             return None
 
@@ -289,7 +320,7 @@ class ListSpace(Space):
         n = self.names[k]
         out: list[Any] = []
         for c in self.configs:
-            if c[n] not in out:
+            if all(value_key(c[n]) != value_key(o) for o in out):
                 out.append(c[n])
         return out
 

@@ -278,7 +278,7 @@ def parse_spec(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None
     kwargs: dict[str, Any] = {
         "source": source, "kernel_name": doc["kernel_name"],
         "problem_size": ps if isinstance(ps, int) else tuple(ps), "params": params,
-        "restrictions": restrictions, "strategy": doc.get("strategy", "brute_force"),
+        "restrictions": restrictions, "strategy": doc.get("strategy", "auto"),
     }
     if "inout" in doc:
         kwargs["inout"] = inout

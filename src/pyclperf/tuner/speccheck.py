@@ -325,17 +325,20 @@ def check_outputs(outputs: Mapping[str, Path], inputs: Sequence[Path],
 
 # --- strategy ------------------------------------------------------------------------------
 def check_strategy(doc: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> None:
-    from .strategies import _BUDGET_OPTIONS, _OPTIONS
+    from .strategies import COMMON_OPTIONS, STRATEGIES
 
-    name = doc.get("strategy", "brute_force")
+    name = doc.get("strategy", "auto")
+    entry = STRATEGIES[name]
+    allowed = entry.used + entry.inert + COMMON_OPTIONS
     for option in doc.get("strategy_options", {}):
-        if option not in _OPTIONS[name] + _BUDGET_OPTIONS:
+        if option not in allowed:
             raise fail(("strategy_options", option),
                        f"strategy {name!r} has no option {option!r}; its options are "
-                       f"{', '.join(_OPTIONS[name] + _BUDGET_OPTIONS)}", labels)
-    if name in ("tpe", "bayes_opt"):
+                       f"{', '.join(allowed)}", labels)
+    library = {"optuna": "optuna", "scipy": "scipy", "nevergrad": "nevergrad"}.get(entry.family)
+    if library is not None:
         import importlib.util
 
-        if importlib.util.find_spec("optuna") is None:
-            raise fail(("strategy",), f"{name!r} needs Optuna, which is not installed: "
+        if importlib.util.find_spec(library) is None:
+            raise fail(("strategy",), f"{name!r} needs {library}, which is not installed: "
                                       "pip install \"pyclperf[tune]\"", labels)

@@ -24,7 +24,7 @@ SCHEMA_VERSION = "1.0.0"
 
 # Our statuses -> T4's invalidity classes.
 INVALIDITY = {
-    "ok": "correct", "timed": "correct",
+    "ok": "correct", "timed": "correct", "replayed": "correct",
     "wrong result": "correctness", "out of bounds": "correctness",
     "build failed": "compile",
     "launch failed": "runtime", "crashed": "runtime",

@@ -24,6 +24,7 @@ from . import supervisor
 from .declared import kernel_parameter_names
 from .inputs import check_kind, load_source, options_text, static_checks, supervise
 from .measure import Job, measure
+from .objectives import Objectives
 from .searchspace import Space
 from .space import Config, Divisor, Geometry, compile_divisors, config_key
 from .verification import Verification
@@ -103,7 +104,7 @@ def tune(
     iterations: int | None = None,
     reset_outputs: bool = False,
     pinned: bool = False,
-    strategy: str = "brute_force",
+    strategy: str = "auto",
     strategy_options: Mapping[str, Any] | None = None,
     max_fevals: int | None = None,
     time_limit: float | None = None,
@@ -120,6 +121,10 @@ def tune(
     cold: bool = False,
     method: str = "auto",
     lock_clocks: bool = False,
+    replay: str | os.PathLike[str] | None = None,
+    replay_missing: str = "error",
+    objective: str | Sequence[str] = "time",
+    objective_higher_is_better: bool | Sequence[bool] | None = None,
 ) -> Results:
     """Build, verify and time ``kernel_name`` for the configurations of ``params``.
 
@@ -148,8 +153,13 @@ def tune(
       restriction that raised), skipped (a device limit). A configuration a restriction rules
       out is no part of the search space and leaves no row, as in Kernel Tuner; how many there
       were is ``meta["pruned"]`` (None where the space is too big to count).
-    * ``strategy``: "brute_force" (default), "random_sample" or "bayes_opt" (Optuna's TPE,
-      ``pip install "pyclperf[tune]"``), bounded by ``max_fevals`` and ``time_limit`` seconds.
+    * ``strategy``: "auto" (default: every configuration where the space fits the budget,
+      else a model-guided search), or any of Kernel Tuner's 21 names (tuner.strategies says
+      what each runs; ``pip install "pyclperf[tune]"``), bounded by ``max_fevals`` and
+      ``time_limit`` seconds. ``objective`` (a field: "time", a metric) or several of them
+      (a Pareto front, ``meta["pareto"]``), ``objective_higher_is_better`` per objective.
+    * ``replay``: a Kernel Tuner cache (gzipped too) or T4 file whose recorded times the
+      strategy searches instead: no device, no build, rows "replayed" (tuner/replay.py).
     * ``out``: JSON-lines file written as configurations finish; with ``resume``, an existing
       file continues only if every defining input (source, options, parameter names,
       arguments, answer, launch geometry, restrictions, device, driver, version) is unchanged.
@@ -199,6 +209,15 @@ def tune(
     if (params is None) == (tune_params is None):
         raise TypeError("give the tunable parameters as params= or tune_params=, exactly once")
     space = dict(params if params is not None else tune_params or {})
+    goals = Objectives(objective, objective_higher_is_better)
+    if replay is not None:  # no device, no build: the arguments only name what was recorded
+        from .replay import replay as replay_run
+
+        return replay_run(replay, kernel_name=kernel_name, params=space,
+                          restrictions=restrictions, metrics=dict(metrics or {}),
+                          strategy=strategy, strategy_options=strategy_options,
+                          max_fevals=max_fevals, time_limit=time_limit, seed=seed, out=out,
+                          progress=progress, missing=replay_missing, goals=goals)
     distributed = devices is not None or client is not None
     supervised = bool(isolate) and not distributed
     if not distributed and not supervised:
@@ -238,7 +257,7 @@ def tune(
         with locked_clocks(getattr(ctx, "info", None), lock_clocks) as lock:
             return _sweep(job, ctx, space, restrictions, configs, failed, fleet, sup, timeout,
                           kernel_name, problem_size, warmup, min_time, strategy, strategy_options,
-                          max_fevals, time_limit, seed, out, resume, cache, progress, lock)
+                          max_fevals, time_limit, seed, out, resume, cache, progress, lock, goals)
     finally:
         if fleet is not None:
             fleet.close()
@@ -253,7 +272,7 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
            min_time: float, strategy: str,
            strategy_options: Mapping[str, Any] | None, max_fevals: int | None,
            time_limit: float | None, seed: int | None, out: Any, resume: bool, cache: Any,
-           progress: bool | None, extra_meta: Mapping[str, Any]) -> Results:
+           progress: bool | None, extra_meta: Mapping[str, Any], goals: Objectives) -> Results:
     """tune()'s sweep once its inputs are checked: here (fleet None) or on a Dask fleet."""
     from . import strategies
 
@@ -273,7 +292,13 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
         append = True
     previous = Results.load(out) if append else None  # type: ignore[arg-type]
 
-    kt = _cache_writer(cache, kernel_name, ctx, problem_size, space, job, resume)
+    kt = None
+    if cache is not None:  # Kernel Tuner's cache file beside (or instead of) the JSON lines
+        from .ktcache import CacheWriter
+
+        kt = CacheWriter(cache, device_name=ctx.info.name, kernel_name=kernel_name,
+                         problem_size=problem_size, tune_params=space,
+                         metrics=list(job.metrics), resume=resume)
     resumed = list(previous.rows) if previous is not None else []
     if kt is not None and previous is None:  # a Kernel Tuner cache alone: its entries are done
         from .ktcache import rows_from_cache
@@ -282,12 +307,14 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
         done |= {r["config"] for r in resumed}
     search = strategies.make_strategy(strategy, configs, seed=seed,
                                       options=dict(strategy_options or {}),
-                                      max_fevals=max_fevals, time_limit=time_limit)
+                                      max_fevals=max_fevals, time_limit=time_limit,
+                                      objectives=len(goals))
+    meta.update(algorithm=getattr(search, "algorithm", strategy), objectives=goals.names)
     told: set[str] = set()
     for old in resumed:
         allowed = configs.allowed_row(old)
         if allowed is not None:
-            search.tell(allowed, _objective(old))
+            search.tell(allowed, _objective(old, goals))
             told.add(old["config"])
 
     count = configs.allowed_count
@@ -309,7 +336,7 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
         row: dict[str, Any] = {**config, "config": key, **measured}
         row["timestamp"] = time.time()
         done.add(key)
-        search.tell(config, _objective(row))
+        search.tell(config, _objective(row, goals))
         stream.add(row)
 
     def invalid(config: Config, why: str) -> None:
@@ -347,8 +374,11 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
     except KeyboardInterrupt:
         stream.results.meta["interrupted"] = True
     finally:
+        getattr(search, "close", lambda: None)()
         stream.close()
         job.arguments.release()
+    if len(goals) > 1:
+        stream.results.meta["pareto"] = goals.mark_front(stream.results.rows, ("ok", "timed"))
     return stream.results
 
 
@@ -360,23 +390,11 @@ def _space_meta(configs: Space) -> dict[str, Any]:
     return {"space_size": configs.size - (pruned or 0), "pruned": pruned}
 
 
-def _objective(row: Mapping[str, Any]) -> float | None:
-    """What the strategies minimise: the median time of a verified (or merely timed) row."""
-    if row.get("status") in ("ok", "timed") and row.get("time_ms") is not None:
-        return float(row["time_ms"])
+def _objective(row: Mapping[str, Any], goals: Objectives) -> Any:
+    """What the strategies minimise: the objectives of a verified (or merely timed) row."""
+    if row.get("status") in ("ok", "timed"):
+        return goals.value(row)
     return None
-
-
-def _cache_writer(cache: Any, kernel_name: str, ctx: Any, problem_size: Any,
-                  space: Mapping[str, Sequence[Any]], job: Job, resume: bool) -> Any:
-    """Kernel Tuner's cache file beside (or instead of) the JSON lines, when asked for."""
-    if cache is None:
-        return None
-    from .ktcache import CacheWriter
-
-    return CacheWriter(cache, device_name=ctx.info.name, kernel_name=kernel_name,
-                       problem_size=problem_size, tune_params=space, metrics=list(job.metrics),
-                       resume=resume)
 
 
 from .run import run_kernel  # noqa: E402,F401  (public here before it had a module)
