@@ -99,6 +99,7 @@ class Recording:
                                                   dict(data.get("tune_params") or {}).items()}
         self.device_name = data.get("device_name")
         self.kernel_name = data.get("kernel_name")
+        self.problem_size = data.get("problem_size")
         entries = data["cache"]
         if not isinstance(entries, dict):
             raise ValueError(f"replay: {self.path}'s 'cache' is not an object")
@@ -123,7 +124,7 @@ class Recording:
             raise ValueError(f"replay: {self.path} holds no T4 result with a configuration")
         self.keys = list(results[0]["configuration"])
         values: dict[str, list[Any]] = {k: [] for k in self.keys}
-        self.device_name = self.kernel_name = None
+        self.device_name = self.kernel_name = self.problem_size = None
         for r in results:
             cfg = r["configuration"]
             for k in self.keys:
