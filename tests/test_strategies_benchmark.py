@@ -1,0 +1,43 @@
+"""benchmarks/strategies.py, reduced: pyclperf's and Kernel Tuner's strategies replaying the
+tests' recordings side by side, its table, scores and figure (the full run, on the benchmark
+hub's spaces, is in benchmarks/RESULTS.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("optuna", "scipy", "nevergrad")),
+    reason='the search strategies need the tune extra (pip install "pyclperf[tune]")')
+
+
+def test_the_reduced_benchmark_runs_and_reports(tmp_path: Path) -> None:
+    kt = importlib.util.find_spec("kernel_tuner") is not None
+    out = tmp_path / "strategies"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "strategies.py"), "--hub", str(tmp_path / "none"),
+         "--seeds", "2", "--budgets", "5", "10", "--ours", "auto", "random_sample", "pso",
+         "--kt", "random_sample", "simulated_annealing", "--out", str(out)],
+        capture_output=True, text=True, timeout=600, env={"PYCLPERF_HUB": "", "MPLBACKEND": "Agg",
+                                                          "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    ours = [r for r in runs if r["tool"] == "pyclperf"]
+    assert len(ours) == 2 * 3 * 2 * 2              # spaces x strategies x seeds x budgets
+    for r in runs:
+        traj = [t for t in r["traj"] if t is not None]
+        assert traj == sorted(traj, reverse=True)  # best so far never gets worse
+        assert all(t >= r["optimum"] for t in traj)
+        assert len(r["traj"]) <= r["budget"]
+    table = (out / "table.md").read_text()
+    assert "**pyclperf auto**" in table and "pyclperf pso" in table
+    assert ("**Kernel Tuner's best**" in table) == kt
+    assert (out / "convergence.png").stat().st_size > 10_000
+    assert (out / "spaces").is_dir()
