@@ -32,9 +32,9 @@ NUMBER_FIELDS = frozenset({
 # Row fields that hold a list of numbers (every launch's time).
 NUMBER_LIST_FIELDS = frozenset({"times_ns"})
 # Row fields that hold text (or null).
-TEXT_FIELDS = frozenset({"status", "error", "config", "method", "device"})
+TEXT_FIELDS = frozenset({"status", "error", "config", "method", "device", "strategy"})
 # Row fields that hold true/false (or null).
-FLAG_FIELDS = frozenset({"verified", "noisy"})
+FLAG_FIELDS = frozenset({"verified", "noisy", "replayed", "pareto"})
 
 # Metadata fields and the JSON types they may hold; null everywhere but in the two objects
 # that readers look into unasked (meta["device"]["name"], meta["versions"]["pyclperf"]).
@@ -51,6 +51,9 @@ META_TYPES: dict[str, tuple[str, ...]] = {
     "peak_gbps": ("number",), "pcie_gbps": ("number",),
     "load_warnings": ("array",), "metrics": ("array",),
     "interrupted": ("boolean",), "fleet": ("boolean",), "verified": ("boolean",),
+    # a search's: what ran, what it minimised, its Pareto front, a replay's file and time
+    "strategy": ("string",), "algorithm": ("string",), "objectives": ("array",),
+    "pareto": ("array",), "replay": ("object",), "simulated_time_s": ("number",),
 }
 
 # What a closing ("end") record may say: how the run that wrote the rows above it ended.

@@ -124,6 +124,7 @@ def replay(path: str | os.PathLike[str], *, kernel_name: str, params: Mapping[st
                     stream.add(row)
                     continue
                 row = _row(config, recorded, metrics)
+                row["strategy"] = getattr(search, "algorithm", strategy)
                 simulated += recorded.cost_s
                 row["simulated_s"] = round(simulated, 6)
                 if budget is not None:

@@ -275,7 +275,6 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
            progress: bool | None, extra_meta: Mapping[str, Any], goals: Objectives) -> Results:
     """tune()'s sweep once its inputs are checked: here (fleet None) or on a Dask fleet."""
     from . import strategies
-
     defining = _defining(job, space, list(restrictions), ctx)
     meta = base_meta(ctx, experiment=f"tune:{kernel_name}", kernel=kernel_name,
                      params={k: list(v) for k, v in space.items()},
@@ -335,6 +334,7 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
         key = config_key(config)
         row: dict[str, Any] = {**config, "config": key, **measured}
         row["timestamp"] = time.time()
+        row["strategy"] = getattr(search, "algorithm", strategy)  # what chose it (auto's phase)
         done.add(key)
         search.tell(config, _objective(row, goals))
         stream.add(row)
