@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..measure.results import Results
+from ..views.command_line import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, device_option
 
 # Seconds one experiment may take before it is stopped. The full run's default suits a GPU
 # (the slowest experiments sweep GiB transfers); --quick runs on a CPU device with two timed
@@ -177,7 +178,7 @@ def run_shared(experiment: str, out_dir: Path, device: str | None, quick: bool, 
     """Run one experiment in ``worker`` (guide/worker.py's SharedWorker) and collect what it left."""
     start = time.monotonic()
     log = log_dir / f"{experiment}.log"
-    argv = command(experiment, out_dir, device, quick, extra)[3:]  # after "python -m pyclperf"
+    argv = command(experiment, out_dir, device, quick, extra)[4:]  # after "python -m pyclperf run"
     returncode, timed_out = worker.run(argv, log, timeout_s)
     seconds = time.monotonic() - start
     err = log.read_text(errors="replace") if log.is_file() else ""
@@ -271,14 +272,13 @@ def cmd_guide(args: argparse.Namespace) -> int:
           + (f"; not passed: {', '.join(f'{o.experiment} ({o.status})' for o in bad)}" if bad else ""))
     print(f"wrote {page}")
     if any(o.status == INTERRUPTED for o in outcomes):
-        return 130
-    return 1 if bad else 0
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if bad else EXIT_OK
 
 
-def add_parser(sub: Any, raw: type[argparse.HelpFormatter],
-               device_option: Callable[[argparse.ArgumentParser], None], epilog: str) -> None:
+def add_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
     g = sub.add_parser(
-        "guide", formatter_class=raw, epilog=epilog,
+        "guide", formatter_class=raw, epilog=EXIT_CODES,
         help="every experiment on one device, into one HTML page",
         description="Run the whole catalogue on one device and write DIR/guide.html: a summary "
                     "table, the device, and per experiment its plot, conclusion, the source "

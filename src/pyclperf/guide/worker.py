@@ -5,11 +5,11 @@ context each time (about a second on a GPU host, times the catalogue). The exper
 cannot hurt the next one (shipped kernels, nothing that spins on the device or loads another
 runtime: those set ``isolate = True`` and keep a process of their own) share this one.
 
-The guide writes one JSON line per experiment to the worker's stdin: the ``pyclperf`` command
-line to run and a log file; the worker points its stdout and stderr (the file descriptors, so
-the OpenCL driver's own messages go there too) at that log, runs the command as
-``python -m pyclperf`` would, and answers one JSON line with the exit code on a descriptor of
-its own. A hang is the guide's to stop (it kills the worker's process group after the
+The guide writes one JSON line per experiment to the worker's stdin: the options of
+``pyclperf run`` and a log file; the worker points its stdout and stderr (the file descriptors,
+so the OpenCL driver's own messages go there too) at that log, parses the options and runs the
+experiment as ``pyclperf run`` does (views/run_command.py, with the command line's exit codes
+and one-line errors), and answers one JSON line with the exit code on a descriptor of its own. A hang is the guide's to stop (it kills the worker's process group after the
 experiment's timeout), a crash ends the worker: either way the next experiment starts a new one.
 """
 
@@ -28,8 +28,9 @@ from typing import IO, Any, Sequence
 
 
 def _run(argv: Sequence[str], log: str) -> int:
-    """``python -m pyclperf *argv`` in this process, its output into ``log``; its exit code."""
-    from ..cli import main
+    """``pyclperf run *argv`` in this process, its output into ``log``; its exit code."""
+    from ..views.command_line import call
+    from ..views.run_command import cmd_run, parser
 
     sys.stdout.flush()
     sys.stderr.flush()
@@ -39,7 +40,7 @@ def _run(argv: Sequence[str], log: str) -> int:
     os.dup2(fd, 2)
     os.close(fd)
     try:
-        code: Any = main(list(argv))
+        code: Any = call(cmd_run, parser().parse_args(list(argv)))
     except SystemExit as exc:  # argparse's refusals, and anything that exits on purpose
         code = exc.code
     except BaseException:  # what the process would have died of, printed as it would be
@@ -92,7 +93,7 @@ class SharedWorker:
         return self.proc
 
     def run(self, argv: Sequence[str], log: Path, timeout_s: float) -> tuple[int | None, bool]:
-        """Run ``pyclperf *argv`` in the worker; (exit code, timed out). The exit code is the
+        """Run ``pyclperf run *argv`` in the worker; (exit code, timed out). The exit code is the
         worker's own (a negative signal number) where it died on the way."""
         try:
             return self._ask(argv, log, timeout_s)

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..views.command_line import EXIT_CODES, EXIT_OK, device_option
+
 
 def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
@@ -47,7 +49,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         print(f"wrote {args.plot}")
     if args.json:
         print(json.dumps(result.data))
-    return 0
+    return EXIT_OK
 
 
 def parse_config(pairs: Sequence[str], params: dict[str, Sequence[Any]]) -> dict[str, Any]:
@@ -102,12 +104,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
         results.meta["explain"] = _plain(found.as_dict())
         results.to_json(out)
         print(f"stored the explanation in {out} (pyclperf report shows it)")
-    return 0
+    return EXIT_OK
 
 
-def add_parsers(sub: Any, raw: type[argparse.HelpFormatter],
-                device_option: Callable[[argparse.ArgumentParser], None], epilog: str) -> None:
-    p = sub.add_parser("profile", formatter_class=raw, epilog=epilog,
+def add_parsers(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser("profile", formatter_class=raw, epilog=EXIT_CODES,
                        help="measure this device's ceilings (cached per device and driver)",
                        description="Measure the device's ceilings: DRAM read/write/copy, cache "
                                    "levels found from the working-set curves, local memory, host "
@@ -121,7 +122,7 @@ def add_parsers(sub: Any, raw: type[argparse.HelpFormatter],
     p.add_argument("--plot", default=None, metavar="FIG.png", help="also draw the device's roofline")
     p.add_argument("--json", action="store_true", help="also print the profile as JSON")
     p.set_defaults(func=cmd_profile)
-    e = sub.add_parser("explain", formatter_class=raw, epilog=epilog,
+    e = sub.add_parser("explain", formatter_class=raw, epilog=EXIT_CODES,
                        help="a tuned kernel on this device's measured roofline",
                        description="Tune a spec (or read its results file), then place its "
                                    "configurations on the device's measured roofline: the bytes "

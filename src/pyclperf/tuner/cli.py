@@ -9,6 +9,8 @@ import os
 import sys
 from typing import Any
 
+from ..views.command_line import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+
 # The spec keys the command line may override, and the option that does.
 TUNE_OVERRIDES = {"strategy": "--strategy", "max_fevals": "--max-fevals",
                   "time_limit": "--time-limit", "timeout": "--timeout", "out": "--out",
@@ -65,7 +67,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
               f"verified: {spec.verified}")
         for k, v in shown.items():
             print(f"  {k} = {v!r}")
-        return 0
+        return EXIT_OK
     if replaying:
         kwargs.setdefault("args", [])
         for key in ("isolate", "check", "cache"):
@@ -90,12 +92,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
         print(f"wrote {write_t4(results, spec.t4)}")
     if results.meta.get("interrupted"):
-        from pyclperf.cli import EXIT_INTERRUPTED
-
         print("interrupted: the finished configurations are saved", file=sys.stderr)
         return EXIT_INTERRUPTED
     # Exit 1 when no config ran to completion: a tuning run with nothing to pick is a failure.
-    return 0 if any(r.get("status") in ("ok", "timed", "replayed") for r in results.rows) else 1
+    return EXIT_OK if any(r.get("status") in ("ok", "timed", "replayed") for r in results.rows) \
+        else EXIT_FAILED
 
 
 def _count(text: str) -> int:
@@ -109,10 +110,10 @@ def _count(text: str) -> int:
     return value
 
 
-def add_parser(sub: Any, raw: type[argparse.HelpFormatter], exit_codes: str) -> None:
+def add_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
     """The ``tune`` subcommand and its options."""
     t = sub.add_parser("tune", help="tune a kernel described by a JSON spec (see pyclperf.tuner.spec)",
-                       epilog=exit_codes, formatter_class=raw)
+                       epilog=EXIT_CODES, formatter_class=raw)
     t.add_argument("spec", help="the spec file (JSON)")
     t.add_argument("--device", default=None, help="as for 'run' (default: $PYCLPERF_DEVICE, else first GPU)")
     t.add_argument("--strategy", default=None, help="override the spec's strategy")
