@@ -122,14 +122,14 @@ def test_explain_on_a_tiled_matrix_product_with_flops(roofline_env, tmp_path, ca
 VADD = (EXAMPLES / "vadd.cl").read_text()
 
 
-def test_results_explain_in_python(roofline_env, ctx):
+def test_explain_in_python(roofline_env, ctx):
     profile = pyclperf.profile(ctx, quick=True)  # the session's cached quick profile
     n = 1 << 16
     a, b = np.random.rand(n).astype(np.float32), np.random.rand(n).astype(np.float32)
     args = [np.empty_like(a), a, b, np.int32(n)]
     res = pyclperf.tune(VADD, "vadd", n, args, params={"block_size_x": [32, 64, 128]},
                         answer=[a + b, None, None, None], ctx=ctx)
-    found = res.explain(profile, source=VADD, args=args, flops=lambda cfg: n)
+    found = pyclperf.explain(res, profile, source=VADD, args=args, flops=lambda cfg: n)
     fastest = min(res.rows, key=lambda r: r["time_ms"])
     assert found.best and found.config == {"block_size_x": fastest["block_size_x"]}
     assert found.bytes == 3 * 4 * n and found.working_set == 3 * 4 * n
@@ -146,12 +146,12 @@ def test_results_explain_in_python(roofline_env, ctx):
     other = pyclperf.explain(res, profile, source=VADD, args=args, config={"block_size_x": 32})
     assert not other.best and other.config == {"block_size_x": 32} and other.flops is None
     with pytest.raises(ValueError, match="give source= and args="):
-        res.explain(profile)
+        pyclperf.explain(res, profile)
     with pytest.raises(ValueError, match="not tuned parameters"):
-        res.explain(profile, source=VADD, args=args, config={"TILE": 4})
+        pyclperf.explain(res, profile, source=VADD, args=args, config={"TILE": 4})
     with pytest.raises(ValueError, match="no verified configuration has"):
-        res.explain(profile, source=VADD, args=args, config={"block_size_x": 1024})
-    by_user = res.explain(profile, bytes=lambda cfg: 1e6)
+        pyclperf.explain(res, profile, source=VADD, args=args, config={"block_size_x": 1024})
+    by_user = pyclperf.explain(res, profile, bytes=lambda cfg: 1e6)
     assert by_user.bytes == 1e6 and "bytes(config)" in by_user.bytes_how
 
 

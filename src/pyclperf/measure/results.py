@@ -101,14 +101,6 @@ class Results:
         pick = max if higher_is_better else min
         return dict(pick(rows, key=lambda r: float(r[metric])))
 
-    def explain(self, profile: Any = None, **kwargs: Any) -> Any:
-        """This tune run on the device's measured roofline: ``pyclperf.roofline.explain(self,
-        profile, **kwargs)`` (``source=``, ``args=`` as given to tune, or ``bytes=``; ``flops=``,
-        ``config=``, ...). Returns an Explanation (``.text()``, ``.figure()``)."""
-        from ..roofline.explaining import explain
-
-        return explain(self, profile, **kwargs)
-
     def to_csv(self, path: str | os.PathLike[str]) -> Path:
         """The rows as CSV, without list-valued columns (raw per-launch times stay in the
         JSON-lines record)."""
