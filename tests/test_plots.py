@@ -96,3 +96,28 @@ def test_sector_model_and_roofline_figures():
     assert any("memory-bound" in t for t in _labels(fig)) and "assumed" in fig.axes[0].get_title()
     with pytest.raises(ValueError, match="give --peak-gbps"):
         plot_roofline(Results({**meta, "peak_gbps": None}, mm))
+
+
+def _json_kinds(annotation: str) -> set[str]:
+    """The JSON kinds a drawing function's annotation (as text) admits."""
+    names = {"str": "string", "bool": "boolean", "int": "number", "float": "number",
+             "dict": "object", "list": "array", "None": "null"}
+    if annotation.replace(" ", "").startswith("dict[str,str]"):
+        return {"object of strings"}
+    return {names[part.split("[")[0].strip()] for part in annotation.split("|")}
+
+
+def test_the_file_formats_figures_are_the_ones_drawn():
+    """measure.plot_spec.FIGURES (what the loader accepts in meta["plot"]) and views.plot.DRAWS
+    (what draws it) name the same kinds, arguments, kinds of value and required arguments."""
+    import inspect
+
+    from pyclperf.measure.plot_spec import FIGURES
+    from pyclperf.views.plot import DRAWS
+
+    assert set(FIGURES) == set(DRAWS)
+    for kind, draw in DRAWS.items():
+        params = {n: p for n, p in inspect.signature(draw).parameters.items() if n not in ("results", "ax")}
+        drawn = {n: (_json_kinds(str(p.annotation)), p.default is inspect.Parameter.empty)
+                 for n, p in params.items()}
+        assert {n: (set(kinds), required) for n, (kinds, required) in FIGURES[kind].items()} == drawn, kind

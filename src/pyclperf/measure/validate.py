@@ -17,6 +17,8 @@ import json
 import sys
 from typing import Any
 
+from .plot_spec import FIGURES
+
 SCHEMA = "pyclperf.results/1"
 
 # Deeper values than this are refused: nothing pyclperf writes nests beyond a few levels, and
@@ -169,51 +171,36 @@ def check_meta(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_plot(spec: dict[str, Any] | None) -> None:
-    """``plot`` names a figure plot.plot_results can draw and only the arguments it takes."""
+    """``plot`` names a figure of plot_spec.FIGURES and only the arguments it takes."""
     if not spec:
         return
-    import inspect
-
-    from ..views.plot import DRAWS
-
     kind = spec.get("kind")
     if kind is None:
         return
-    if kind not in DRAWS:
-        raise BadLine(f"metadata field 'plot.kind' must be one of {sorted(DRAWS)} or null, "
+    if kind not in FIGURES:
+        raise BadLine(f"metadata field 'plot.kind' must be one of {sorted(FIGURES)} or null, "
                       f"not {_show(kind)}")
-    takes = {name: p for name, p in inspect.signature(DRAWS[kind]).parameters.items()
-             if name not in ("results", "ax")}
+    takes = FIGURES[kind]
     unknown = sorted(set(spec) - set(takes) - {"kind"})
     if unknown:
         raise BadLine(f"metadata field 'plot' has {unknown[0]!r}, which a {kind!r} figure does "
                       f"not take (it takes {sorted(takes)})")
-    needed = [n for n, p in takes.items() if p.default is inspect.Parameter.empty]
+    needed = [name for name, (_, required) in takes.items() if required]
     missing = [n for n in needed if n not in spec]
     if missing:
         raise BadLine(f"metadata field 'plot' lacks {missing[0]!r}, which a {kind!r} figure "
                       f"needs (it needs {needed})")
     for name, value in spec.items():
-        if name == "kind":
-            continue
-        # The drawing function's annotation says what the argument may be: "str | None",
-        # "bool", "dict[str, str]", ...
-        allowed = _kinds_of(str(takes[name].annotation))
-        inner = "string" if str(takes[name].annotation).startswith("dict[str, str]") else None
-        if allowed and (kind_of(value) not in allowed or (
-                inner and any(kind_of(v) != inner for v in value.values()))):
-            raise BadLine(f"metadata field 'plot.{name}' must be {' or '.join(sorted(allowed))}, "
+        if name != "kind" and not _is_kind(value, takes[name][0]):
+            raise BadLine(f"metadata field 'plot.{name}' must be {' or '.join(sorted(takes[name][0]))}, "
                           f"not {_show(value)}")
 
 
-def _kinds_of(annotation: str) -> set[str]:
-    """The JSON types a Python annotation (as text) admits; empty for "Any" (anything)."""
-    if "Any" in annotation.split("[")[0]:
-        return set()
-    names = {"str": "string", "bool": "boolean", "int": "number", "float": "number",
-             "dict": "object", "list": "array", "None": "null"}
-    return {names[part.split("[")[0].strip()] for part in annotation.split("|")
-            if part.split("[")[0].strip() in names}
+def _is_kind(value: Any, kinds: frozenset[str]) -> bool:
+    if kind_of(value) in kinds:
+        return True
+    return "object of strings" in kinds and kind_of(value) == "object" and \
+        all(kind_of(v) == "string" for v in value.values())
 
 
 def check_row(fields: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:

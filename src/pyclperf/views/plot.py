@@ -291,8 +291,9 @@ def plot_model(results: Results, group: str, value: str, model: str, ylabel: str
     return fig
 
 
-# The figures a record's ``meta["plot"]`` may name as its "kind" (measure/validate.py checks the rest
-# of the spec against the drawing function's parameters).
+# The figures a record's ``meta["plot"]`` may name as its "kind": one drawing function for each
+# kind of measure.plot_spec.FIGURES, taking the arguments that table lists (the loader checks a
+# record's spec against the table; tests/test_plots.py holds the table and these together).
 DRAWS: dict[str, Callable[..., Any]] = {"bandwidth": plot_bandwidth, "modes": plot_modes,
                                         "columns": plot_columns, "bars": plot_bars,
                                         "lines": plot_lines, "model": plot_model}
