@@ -16,7 +16,7 @@ import pytest
 from pyclperf import _core
 from pyclperf.experiments import run
 from pyclperf.experiments.base import run_experiment
-from pyclperf.experiments.p2p import COPY, KERNEL, MIGRATE, STAGED, P2P
+from pyclperf.experiments.p2p import COPY, KERNEL, MIGRATE, POISON, STAGED, P2P
 from pyclperf.device.sources import kernel_source
 
 PATHS = {COPY, MIGRATE, KERNEL, STAGED}
@@ -69,7 +69,7 @@ def test_peer_pair_kernel_copy_moves_every_byte_of_an_odd_grid(ctx):
     pair.allocate(n)
     data = np.random.default_rng().integers(0, 256, n, dtype=np.uint8)
     pair.write(1, data)
-    pair.fill(0, 0xAD)
+    pair.fill(0, POISON)
     events, host = pair.time_kernel_copy(1, 7, 3, 0, 2)
     landed = np.full(n, 0x11, np.uint8)
     pair.read(0, landed)
@@ -106,7 +106,7 @@ class _ShortPair:
 
     def read(self, side: int, a: np.ndarray) -> None:
         self.pair.read(side, a)
-        a[-16:] = 0xAD
+        a[-16:] = POISON  # the last word was never written: it still holds the poison
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.pair, name)

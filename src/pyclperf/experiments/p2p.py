@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import random_bytes
+from ..measure.poison import poison_element
 from ..measure.results import OK, SKIPPED, Results
 from ..device.sources import kernel_source
 from ..measure.stats import KiB, MiB
@@ -46,7 +47,9 @@ KERNEL = "opencl kernel"
 MIGRATE = "opencl migrate"
 STAGED = "staged through host"
 CUDA_PEER = "cuda peer"
-POISON = 0xAD
+# The destination's poison before each copy: measure.poison's byte, the one every byte-wide
+# output is poisoned with.
+POISON = int(poison_element(np.dtype(np.uint8))[0])
 WORD = 16  # bytes per uint4 of the copy kernel
 KERNEL_LOCAL = 256
 GROUPS_PER_CU = 8  # enough resident work-groups to keep the copy's loads in flight
