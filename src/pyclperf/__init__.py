@@ -46,10 +46,9 @@ from .device.transfers import time_copy, time_transfer
 from .tuner.measure import KernelRunError
 from .tuner.tune import run_kernel, tune
 from .device import fake_clock as _fake_clock
+from ._version import __version__
 
 _fake_clock.install_if_asked()  # a test hook: PYCLPERF_FAKE_EVENT_CLOCK (see device/fake_clock.py)
-
-__version__ = "0.1.0"
 
 # pyclperf.roofline's entry points, imported when first used (module __getattr__, PEP 562).
 _ROOFLINE = ("profile", "explain", "plot_roofline")

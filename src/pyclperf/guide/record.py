@@ -83,7 +83,7 @@ def validate(data: Any) -> None:
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return __version__
 

@@ -30,9 +30,9 @@ _LAUNCH_ONLY = ("lang", "smem_args", "cmem_args", "texmem_args", "compiler", "de
 
 
 def tune(*args: Any, **kwargs: Any) -> Any:
-    """pyclperf.tune, looked up at call time (tests replace this function with a stub)."""
-    import pyclperf
-    return pyclperf.tune(*args, **kwargs)
+    """pyclperf.tune (tests replace this function with a stub)."""
+    from .tune import tune as tune_configurations
+    return tune_configurations(*args, **kwargs)
 
 
 def _context(platform: int, device: int) -> Any:

@@ -32,7 +32,7 @@ from .verification import Verification
 
 def _defining(job: Job, params: Mapping[str, Any], restrictions: Sequence[Any],
               ctx: Any) -> dict[str, str]:
-    from .. import __version__
+    from .._version import __version__
 
     v = job.verification
     g = job.geometry

@@ -19,25 +19,28 @@ def _human_bytes(nbytes: int) -> str:
 def _details(d: Any) -> dict[str, object]:
     """Every property of a device, with those that need a context (a kernel build) where one
     can be made."""
-    import pyclperf
+    from .._core import PyclperfError
+    from ..device.context import Context
+    from ..device.devices import device_summary
 
     try:
-        return pyclperf.Context(d).summary()
-    except pyclperf.PyclperfError as exc:
-        return {**pyclperf.device_summary(d), "preferred_work_group_multiple": f"unknown ({exc})"}
+        return Context(d).summary()
+    except PyclperfError as exc:
+        return {**device_summary(d), "preferred_work_group_multiple": f"unknown ({exc})"}
 
 
 def print_devices(details: bool = False) -> bool:
     """Print every device (the default one starred, with ``details`` every property), how the
     ICD loader was set up and where Oclgrind is; False where there is no device at all."""
-    import pyclperf
+    from .._core import InvalidArgumentError
+    from ..device.devices import list_devices, select_device
 
-    devices = pyclperf.list_devices()
+    devices = list_devices()
     if not devices:
         return False
     try:
-        chosen = pyclperf.select_device(None)
-    except pyclperf.InvalidArgumentError as exc:
+        chosen = select_device(None)
+    except InvalidArgumentError as exc:
         print(f"warning: {exc}", file=sys.stderr)
         chosen = None
     for i, d in enumerate(devices):
@@ -48,7 +51,7 @@ def print_devices(details: bool = False) -> bool:
         if details:
             for key, value in _details(d).items():
                 print(f"        {key:<32} {value}")
-    from pyclperf.device.icd import NOTE
+    from ..device.icd import NOTE
 
     print("(* = default device)")
     # Which .icd files the loader read, and what pyclperf added (PoCL from PyPI, NVIDIA).
@@ -63,7 +66,7 @@ def _print_oclgrind() -> None:
     """Where Oclgrind is, for memory checks. It is never listed as a device above: it reports
     itself as GPU|CPU|ACCELERATOR and would become the default; memcheck runs it in a child
     process whose loader sees it alone."""
-    from pyclperf.device.icd import find_oclgrind
+    from ..device.icd import find_oclgrind
 
     lib = find_oclgrind()
     print("Oclgrind for memory checks (pyclperf.tuner.memcheck, in a process of its own):")
