@@ -107,7 +107,9 @@ def run(
                                  min_time_s=min_time_s, policy=policy, cold=cold)
     results.meta.update(lock)
     rewrite = bool(lock)  # the streamed file's first line predates what follows the run
-    if cold_check and not cold and not results.meta.get("interrupted"):
+    # Only an Experiment has kernel launches of its own to time cold.
+    if cold_check and not cold and isinstance(experiment, Experiment) and \
+            not results.meta.get("interrupted"):
         from ._warmcold import cold_check as check
 
         # The counts the run resolved from its timing policy (the arguments may be None).

@@ -66,12 +66,11 @@ def _point_of(row: dict[str, Any], points: list[dict[str, Any]]) -> dict[str, An
 def cold_check(experiment: Any, results: Results, *, warmup: int, repeats: int,
                method: str) -> dict[str, Any] | None:
     """Measure cold again the cache-resident points the guide's figure uses, and the figure
-    from them (the module's docstring); None where the figure uses no such point."""
-    from .base import Experiment
-
+    from them (the module's docstring); None where the figure uses no such point. The
+    experiment is a base.Experiment: one with kernel launches of its own to time cold."""
     claim = claim_of(type(experiment))
-    if claim is None or claim.kind == "property" or not isinstance(experiment, Experiment):
-        return None  # no figure to check, or no kernel launches of its own to time cold
+    if claim is None or claim.kind == "property":
+        return None  # no figure to check
 
     def measure(res: Results) -> float | None:
         try:
