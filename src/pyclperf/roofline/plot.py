@@ -22,7 +22,7 @@ Point = dict
 
 def _roofs(source: Any) -> tuple[list[Any], list[Any]]:
     """(memory roofs, compute roofs) of a Profile, or of an explanation's dict (as_dict)."""
-    from .profiling import Roof
+    from .roof import Roof
 
     if hasattr(source, "memory_roofs"):
         return source.memory_roofs(), source.compute_roofs()

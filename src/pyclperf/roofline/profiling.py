@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -27,27 +26,10 @@ from .. import _core
 from . import ceilings, memory, store
 from .memory import size_text
 from .record import Effort, Figure, missing, usable
+from .roof import Roof
 
 # The parts of a profile, in the order they run.
 PARTS = ("launch", "compute", "local", "dram", "caches", "transfers")
-
-
-@dataclass(frozen=True)
-class Roof:
-    """One ceiling of the roofline: a memory level (GB/s; ``size_bytes`` for a cache) or a
-    compute rate (GFLOP/s or Gop/s)."""
-
-    name: str
-    value: float
-    unit: str
-    kind: str  # "cache", "dram", "local", "compute"
-    size_bytes: int | None
-    how: str
-    spread_pct: float | None
-
-    def label(self) -> str:
-        size = f" ({size_text(self.size_bytes)})" if self.size_bytes else ""
-        return f"{self.name}{size}: {self.value:,.1f} {self.unit}"
 
 
 class Profile:
