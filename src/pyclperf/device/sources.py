@@ -9,8 +9,10 @@ source text would not see change). Included files include nothing themselves.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from importlib import resources
+from pathlib import Path
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"\n]+)"[ \t]*$', re.MULTILINE)
 
@@ -38,3 +40,18 @@ def kernel_source(filename: str) -> str:
     ``kernel_source("copy.cl")``. Read once per process: the package's files do not change
     under it, and experiments ask for theirs on every run."""
     return _INCLUDE.sub(lambda m: _included(m.group(1), filename), _read(filename))
+
+
+def load_source(source: str | os.PathLike[str]) -> str:
+    """OpenCL C given as text, as a path to a .cl file, or as the name of a shipped kernel file."""
+    text = os.fspath(source)
+    if "\n" in text or not text.endswith(".cl"):
+        return text
+    if Path(text).is_file():
+        return Path(text).read_text(encoding="utf-8")
+    try:
+        return kernel_source(text)
+    except FileNotFoundError as exc:
+        from .._core import InvalidArgumentError
+
+        raise InvalidArgumentError(f"{text!r} is not a path that exists here, and {exc}") from None

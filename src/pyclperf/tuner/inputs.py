@@ -3,29 +3,13 @@ the arguments, the build options, and the worker process a job is sent to."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from .. import _core
-from ..device.sources import kernel_source
+from ..device.sources import load_source  # noqa: F401  (tune and run_kernel take it from here)
 from . import supervisor
 from .measure import Job
-
-
-def load_source(source: str | os.PathLike[str]) -> str:
-    """OpenCL C given as text, as a path to a .cl file, or as the name of a shipped kernel file."""
-    text = os.fspath(source)
-    if "\n" in text or not text.endswith(".cl"):
-        return text
-    if Path(text).is_file():
-        return Path(text).read_text(encoding="utf-8")
-    try:
-        return kernel_source(text)
-    except FileNotFoundError as exc:
-        raise _core.InvalidArgumentError(f"{text!r} is not a path that exists here, and {exc}") from None
 
 
 def static_checks(args: Sequence[Any]) -> None:

@@ -28,7 +28,7 @@ from ..device.oclgrind import (DEFAULT_MAX_REPORTS, DEFAULT_TIMEOUT_S, KINDS, Fi
                        MemcheckError, api_errors, parse, run_child, split)
 
 __all__ = ["Finding", "KINDS", "MemcheckError", "memcheck"]
-from .inputs import load_source
+from ..device.sources import load_source
 
 # A kernel that hands back where Oclgrind placed a buffer: its simulated address.
 _WHERE = """__kernel void pyclperf_where(__global const uchar* p, __global ulong* out)
