@@ -1,8 +1,9 @@
 """Pages of the docs that are drawn from the code and the notebooks at build time.
 
-Only what the catalogue needs of each experiment is read: ``REGISTRY`` (id -> class) and each
-class's ``id``, ``title``, ``guide`` and own docstring, so the page follows the experiments
-however they are laid out in files.
+Only what the catalogue needs of each experiment is read: ``catalogue()`` (the classes in
+order), its one line per experiment (``catalogue_markdown``) and each class's ``id``,
+``title``, ``guide`` and own docstring, so the page follows the experiments however they are
+laid out in files.
 """
 
 from __future__ import annotations
@@ -19,33 +20,27 @@ def _write(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _cell(text: object) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
 def catalogue_page() -> str:
-    from pyclperf.experiments import REGISTRY
+    from pyclperf.experiments import catalogue, catalogue_markdown
 
     lines = [
         "# Experiment catalogue",
         "",
-        "Every experiment `pyclperf run ID` knows, in catalogue order, as each one describes",
-        "itself (this page is generated from `pyclperf.experiments.REGISTRY` at build time).",
-        "*Guide* names what it reproduces: sections of the NVIDIA OpenCL Best Practices Guide",
-        "and the other sources the experiment cites.",
+        "Every experiment `pyclperf run ID` knows, in catalogue order (the source documents'), as",
+        "each one describes itself: this page is generated from `pyclperf.experiments` at build",
+        "time. The line of each is what `pyclperf run --help` prints; *Guide* names what it",
+        "reproduces: sections of the NVIDIA OpenCL Best Practices Guide and the other sources the",
+        "experiment cites.",
         "",
-        "| id | experiment | Guide |",
-        "| --- | --- | --- |",
+        catalogue_markdown(),
     ]
-    for exp_id, cls in REGISTRY.items():
-        lines.append(f"| [`{exp_id}`](#exp-{exp_id}) | {_cell(cls.title)} | {_cell(cls.guide)} |")
-    for exp_id, cls in REGISTRY.items():
-        lines += ["", f"({'exp-' + exp_id})=", f"## `{exp_id}`: {cls.title}", ""]
+    for cls in catalogue():
+        lines += ["", f"({'exp-' + cls.id})=", f"## `{cls.id}`: {cls.title}", ""]
         # The class's own docstring only: the base class's would repeat on every entry.
         own = cls.__dict__.get("__doc__")
         if own:
             lines += [inspect.cleandoc(own), ""]
-        lines += [f"*Guide:* {cls.guide}", "", "```sh", f"pyclperf run {exp_id}", "```"]
+        lines += [f"*Guide:* {cls.guide}", "", "```sh", f"pyclperf run {cls.id}", "```"]
     return "\n".join(lines) + "\n"
 
 

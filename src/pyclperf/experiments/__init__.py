@@ -34,8 +34,8 @@ def catalogue() -> list[type[Sweep]]:
 
 
 def catalogue_markdown() -> str:
-    """The README's experiment list: one line per experiment, from its own description
-    (``python -m pyclperf.experiments`` prints it)."""
+    """The experiment list of the documentation's catalogue: one line per experiment, from
+    its own description (``python -m pyclperf.experiments`` prints it)."""
     return "\n".join(f"- `{cls.id}`: {cls.description}." for cls in catalogue())
 
 

@@ -1,5 +1,5 @@
-"""``python -m pyclperf.experiments``: print the README's experiment list, drawn from each
-experiment's own description (tests/test_contract.py checks the README holds it)."""
+"""``python -m pyclperf.experiments``: print the experiment list, one line each from the
+experiment's own description, as the documentation's catalogue shows it."""
 
 from . import catalogue_markdown
 

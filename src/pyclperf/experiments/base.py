@@ -64,7 +64,7 @@ class Sweep(ABC):
     """
 
     id: str = ""
-    description: str = ""  # one line: what it measures (the CLI's help, the README's list)
+    description: str = ""  # one line: what it measures (the CLI's help, the docs' catalogue)
     title: str = ""
     x: str = ""
     x_label: str = ""

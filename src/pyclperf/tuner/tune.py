@@ -146,7 +146,7 @@ def tune(
       input) and arguments it reads (verified with their input, then restored as ``inout``
       arguments are: never poisoned nor left changed between timed launches); the row's
       ``notes`` say which. Floats pass within ``atol + rtol * |want|``; ``atol`` defaults to
-      ``rtol`` times the answer's median |value| (README: "Floats are compared on the
+      ``rtol`` times the answer's median |value| (docs/tuning.md: "Floats are compared on the
       answer's scale").
     * Statuses: ok (verified), timed (nothing to verify against), wrong result, out of bounds,
       build failed, launch failed, invalid (a harness mistake, a user callable that raised, a
