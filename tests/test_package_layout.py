@@ -25,6 +25,7 @@ CLI_LAYER = 7
 # Top-level modules that import nothing of pyclperf, so that every layer may take them.
 LEAVES = {"pyclperf._version"}
 
+
 def _modules() -> dict[str, Path]:
     found = {}
     for path in PACKAGE.rglob("*.py"):
@@ -163,7 +164,7 @@ def _path_round(graph: dict[str, set[str]], group: set[str]) -> list[str]:
                     path = [node]
                     while path[-1] != start:
                         path.append(came_from[path[-1]])
-                    return [start] + path[::-1][1:] + [start] if len(path) > 1 else [start, node, start]
+                    return path[::-1] + [start]  # start, ..., node, start
                 if nxt not in came_from:
                     came_from[nxt] = node
                     nxt_frontier.append(nxt)
