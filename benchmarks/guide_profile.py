@@ -46,9 +46,10 @@ def split(stats: pstats.Stats) -> dict[str, float]:
 
 
 def profile_one(name: str, out: Path, device: str | None, mode: str, top: int) -> dict[str, Any]:
-    from pyclperf.cli import main
+    from pyclperf.views.command_line import call
+    from pyclperf.views.run_command import cmd_run, parser
 
-    argv = ["run", name, "--out", str(out), *RUN_ARGS]
+    argv = [name, "--out", str(out), *RUN_ARGS]
     if device:
         argv += ["--device", device]
     argv += list(QUICK_ARGS if mode == "quick" else THOROUGH_ARGS if mode == "thorough" else ())
@@ -56,7 +57,7 @@ def profile_one(name: str, out: Path, device: str | None, mode: str, top: int) -
     start = time.perf_counter()
     prof.enable()
     try:
-        code = main(argv)
+        code = call(cmd_run, parser().parse_args(argv))
     except SystemExit as exc:
         code = exc.code
     finally:
