@@ -44,8 +44,33 @@ def catalogue_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def strategies_page() -> str:
+    from pyclperf.tuner.strategies import COMMON_OPTIONS, STRATEGIES
+
+    lines = [
+        "# Search strategies",
+        "",
+        "Every name `tune(strategy=...)`, `tune_kernel` and `pyclperf tune` accept, and what it",
+        "runs here (generated from `pyclperf.tuner.strategies.STRATEGIES` at build time). Every",
+        f"strategy also takes {', '.join(f'`{o}`' for o in COMMON_OPTIONS)}. An option of",
+        "Kernel Tuner's that has no counterpart in the algorithm that runs here is accepted with",
+        "a warning naming it; any other unknown option is an error. [Tuning](../tuning.md) says",
+        "which strategy to pick.",
+        "",
+        "| strategy | runs | options used | Kernel Tuner options not used |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, entry in STRATEGIES.items():
+        used = ", ".join(f"`{o}`" for o in entry.used) or "-"
+        inert = ", ".join(f"`{o}`" for o in entry.inert) or "-"
+        runs = " ".join(entry.runs.split()).replace("|", "\\|")
+        lines.append(f"| `{name}` | {runs} | {used} | {inert} |")
+    return "\n".join(lines) + "\n"
+
+
 def all_pages(out: Path, notebooks: Path) -> None:
     _write(out / "catalogue.md", catalogue_page())
+    _write(out / "strategies.md", strategies_page())
     # Sphinx reads sources only under docs/, so the notebooks are copied in; MyST-NB executes
     # the copies (the originals stay as committed).
     target = out / "notebooks"
