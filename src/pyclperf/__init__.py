@@ -38,6 +38,7 @@ from .device.devices import default_device, device_summary, list_devices, select
 from .experiments import names as experiment_names
 from .experiments import run
 from .views.plot import plot_bandwidth, plot_results, save_plot
+from .views.plot_search import plot_convergence, plot_pareto
 from .device.program import Kernel, LocalMemory, Program
 from .measure.results import Results, ResultsFileError, ResultsWriteError
 from .device.sources import kernel_source
@@ -92,6 +93,8 @@ __all__ = [
     "list_devices",
     "peak",
     "plot_bandwidth",
+    "plot_convergence",
+    "plot_pareto",
     "plot_results",
     "plot_roofline",
     "profile",

@@ -95,6 +95,12 @@ def _heatmap(ax: Any, rows: list[dict], pair: tuple[str, str], metric: str, high
     return im
 
 
+def _kind(row: dict, unverified: bool) -> str:
+    if row.get("status") == "replayed":
+        return "replayed"
+    return "unverified" if unverified else "verified"
+
+
 def plot_tune(results: Any, metric: str = "time_ms", ax: Any = None,
               pair: tuple[str, str] | None = None, params: Sequence[str] | None = None) -> Any:
     """``metric`` against each tuned parameter (one panel each), plus a heat map of the best value
@@ -112,8 +118,9 @@ def plot_tune(results: Any, metric: str = "time_ms", ax: Any = None,
               and not (isinstance(r[metric], float) and math.isnan(r[metric]))]
     shown = [r for r in usable if r.get("status") == "ok"]
     unverified = not shown
-    if unverified:
-        shown = [r for r in usable if r.get("status") == "timed"]
+    if unverified:   # unverified times, or a replay's recorded ones
+        shown = [r for r in usable if r.get("status") == "timed"] or [
+            r for r in usable if r.get("status") == "replayed"]
     if not shown:
         raise ValueError(f"nothing to plot: no config has a {metric!r} value "
                          f"({len(rows)} rows)")
@@ -144,12 +151,12 @@ def plot_tune(results: Any, metric: str = "time_ms", ax: Any = None,
     axes[0].legend(fontsize=7)
     if pair:
         _heatmap(axes[-1], shown, pair, metric, higher)
-    failed = sum(1 for r in rows if r.get("status") not in ("ok", "timed", "skipped"))
+    failed = sum(1 for r in rows if r.get("status") not in ("ok", "timed", "skipped", "replayed"))
     skipped = sum(1 for r in rows if r.get("status") == "skipped")
     device = (results.meta.get("device") or {}).get("name")
     kernel = results.meta.get("kernel") or results.meta.get("kernel_name") or "tuning"
     parts = [f"{kernel}" + (f" on {device}" if device else ""),
-             f"{len(shown)} {'unverified' if unverified else 'verified'} configs plotted"]
+             f"{len(shown)} {_kind(shown[0], unverified)} configs plotted"]
     if failed:
         parts.append(f"{failed} failed (not plotted)")
     if skipped:
