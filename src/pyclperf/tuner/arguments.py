@@ -7,8 +7,9 @@ past the array's end) plus a guard zone. Padding and guard hold poison; after th
 launch the guard is read back, so a write past an array's end becomes the configuration's
 ``out of bounds`` status, naming the argument, and never lands in host memory. On a device
 whose memory is the host's, a worker process fences each such buffer off besides (fences.py), so
-that a write beyond the guard zone faults instead of landing in the worker's other memory.
-"""
+that a write beyond the guard zone faults instead of landing in the worker's other memory; there
+the padding is bounded by the array's size (overrun.py), so a launch far larger than its arrays
+costs a fault, not host memory in proportion to the launch."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import numpy as np
 from .. import _core
 from ..device.program import LocalMemory
 from ..device import argtypes
-from . import fences
+from . import fences, overrun
 from ..measure.intact import checksum
 from ..measure.poison import guard_pattern, poison_element, typed_poison_fill
 
@@ -162,10 +163,10 @@ class Arguments:
             raise _core.InvalidArgumentError(f"argument {index} ('{info.name}') is an empty array")
         declared, width, _ = argtypes.element_type(info.type_name)
         item = declared.itemsize * width if declared is not None else host.itemsize
-        # Every launched work-item may touch one element: cover that, then the guard zone.
-        data = max(host.nbytes, launched_items * item)
-        guard = self.guard_bytes if self.guard_bytes is not None else guard_bytes_for(data)
-        capacity = _round_up(data + guard, ALIGN)
+        # Every launched work-item may touch one element: cover that (where fenced, up to a
+        # bound of the array's size: overrun.py), then the guard zone.
+        launch = launched_items * item
+        capacity = self._capacity(host.nbytes, launch, self._fenced)
         old = self.placed.get(index)
         if old is not None and old.capacity >= capacity and old.host.nbytes == host.nbytes:
             # The same array again, for a parameter no kernel can write (const or __constant),
@@ -180,7 +181,7 @@ class Arguments:
                 return old.buffer
             placed = old
         else:
-            buf = self._allocate(index, info.name, host, capacity)
+            buf, capacity = self._allocate(index, info.name, host, capacity, launch)
             placed = Placed(host, buf, capacity)
             self.placed[index] = placed
         if inout and placed.pristine is None:
@@ -196,15 +197,38 @@ class Arguments:
         placed.writable = not _read_only(info)
         return placed.buffer
 
-    def _allocate(self, index: int, name: str, host: np.ndarray, capacity: int) -> Any:
+    @property
+    def _fenced(self) -> bool:
+        """Whether array buffers get fences (a worker on a device that works in host memory)."""
+        return self.fenced_log is not None and not self.pinned
+
+    def _capacity(self, array_bytes: int, launch_bytes: int, bounded: bool) -> int:
+        """The buffer of an array: its data, the room past it that covers the launch (bounded
+        by the array's size where ``bounded``), and the guard zone after that."""
+        room = (overrun.fenced_room(array_bytes, launch_bytes) if bounded
+                else max(0, launch_bytes - array_bytes))
+        data = array_bytes + room
+        guard = self.guard_bytes if self.guard_bytes is not None else guard_bytes_for(data)
+        return _round_up(data + guard, ALIGN)
+
+    def _allocate(self, index: int, name: str, host: np.ndarray, capacity: int,
+                  launch: int) -> tuple[Any, int]:
+        """A buffer of ``capacity`` bytes for argument ``index``, and its capacity. A fenced
+        buffer whose fence cannot hold what the launch may write past it is given up for one
+        that covers the launch."""
         if self.pinned:
-            return _core.PinnedBuffer(self.ctx, capacity)
+            return _core.PinnedBuffer(self.ctx, capacity), capacity
         if self.fenced_log is None:
-            return _core.Buffer(self.ctx, capacity)
+            return _core.Buffer(self.ctx, capacity), capacity
         buf = fences.allocate(self.ctx, capacity)
+        covered = isinstance(buf, _core.FencedBuffer) and buf.fence >= launch - capacity
+        if not covered and launch > capacity:  # the address space allows no such fence
+            buf.release()
+            capacity = self._capacity(host.nbytes, launch, bounded=False)
+            buf = fences.allocate(self.ctx, capacity)
         if isinstance(buf, _core.FencedBuffer):
             self.fenced_log(fences.placement_line(index, name, buf, host))
-        return buf
+        return buf, capacity
 
     # --- contents ---------------------------------------------------------------------------
     def upload(self, index: int) -> None:
@@ -275,31 +299,29 @@ class Arguments:
     def guard_problem(self) -> str:
         """Which arguments the kernel wrote past the end of (empty when none), with how far:
         counted in elements, from the first element past the end that changed to the last. A
-        change at the very end of a guard zone sets ``escaped``: the write may go further."""
+        change at the very end of a guard zone sets ``escaped``: the write may go further. The
+        zone is read back in chunks (overrun.scan), never whole."""
         found = []
         for i, p in sorted(self.placed.items()):
             if self._guard_intact(i, p):
                 continue
-            tail = np.empty(p.capacity - p.nbytes, dtype=np.uint8)
-            p.buffer.read(tail, p.nbytes)
-            changed = np.flatnonzero(tail != np.resize(guard_pattern(i), tail.size))
-            if changed.size:
-                p.dirty = True  # the guard must be written again before the next launch
-                item = p.host.itemsize
-                elements = np.unique(changed // item)
-                first, last = int(elements[0]), int(elements[-1])
-                reaches_end = int(changed[-1]) >= tail.size - item
-                self.escaped |= reaches_end
-                n = p.host.size
-                span = (f"element {n + first}" if first == last
-                        else f"elements {n + first} to {n + last}")
-                extent = (f"{last + 1} element{'s' if last else ''} past the end"
-                          if not reaches_end else
-                          f"at least {last + 1} elements past the end: the whole "
-                          f"{tail.size}-byte guard zone changed, so the write may reach further")
-                found.append(f"argument {i} ('{self.names[i]}'): the kernel wrote past the end of "
-                             f"its {n}-element array, {extent} ({span} changed; "
-                             f"{elements.size} element{'s' if elements.size != 1 else ''} in all)")
+            hit = overrun.scan(lambda out, at, p=p: p.buffer.read(out, p.nbytes + at),
+                               p.capacity - p.nbytes, p.host.itemsize, guard_pattern(i))
+            if hit is None:
+                continue
+            p.dirty = True  # the guard must be written again before the next launch
+            self.escaped |= hit.reaches_end
+            n = p.host.size
+            span = (f"element {n + hit.first}" if hit.first == hit.last
+                    else f"elements {n + hit.first} to {n + hit.last}")
+            extent = (f"{hit.last + 1} element{'s' if hit.last else ''} past the end"
+                      if not hit.reaches_end else
+                      f"at least {hit.last + 1} elements past the end: the whole "
+                      f"{p.capacity - p.nbytes}-byte guard zone changed, so the write may reach "
+                      "further")
+            found.append(f"argument {i} ('{self.names[i]}'): the kernel wrote past the end of "
+                         f"its {n}-element array, {extent} ({span} changed; "
+                         f"{hit.count} element{'s' if hit.count != 1 else ''} in all)")
         return "; ".join(found)
 
     def _guard_intact(self, index: int, p: Placed) -> bool:
