@@ -33,13 +33,17 @@ def assert_kernel(
     inout: Sequence[int | str] = (),
     isolate: bool = True,
     timeout: float | None = None,
+    memory_limit: int | str | None = None,
 ) -> list[Any]:
     """Run a kernel once and assert its outputs match ``expected`` (parallel to ``args``; None
     where unchecked). The launch runs as tune() runs a configuration: arrays checked against
     the kernel's declared types, placed in padded and guarded buffers, checked outputs poisoned
     first (unless ``poison`` says otherwise), and, unless ``isolate=False``, in a worker
-    process, so a kernel that crashes or hangs (past ``timeout`` seconds) fails the assertion
-    instead of the test session. Returns the arguments with arrays read back."""
+    process, so a kernel that crashes, hangs (past ``timeout`` seconds) or allocates past
+    ``memory_limit`` (see tune()) fails the assertion instead of the test session. The
+    assertion's message is one line: the status and its cause, as run_kernel says it. Returns
+    the arguments with arrays read back."""
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper's insides
     from .tuner.measure import ConfigFailed, Job, verified_launch
     from .tuner.space import Geometry
     from .tuner.verification import Verification
@@ -58,7 +62,10 @@ def assert_kernel(
         def failure(status: str, message: str) -> AssertionError:
             return AssertionError(f"kernel '{kernel_name}': {status}: {message}")
 
-        return supervised_call(job, ctx, "check", dict(defines or {}), timeout, failure)
+        from .tuner.ceiling import parse_limit
+
+        return supervised_call(job, ctx, "check", dict(defines or {}), timeout, failure,
+                               parse_limit(memory_limit))
     try:
         judged: list[Any] = []
         verified_launch(job, dict(defines or {}), {}, judged)

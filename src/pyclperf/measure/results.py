@@ -38,11 +38,15 @@ SKIPPED = "skipped"                # not run: a restriction, a missing feature, 
 CRASHED = "crashed"                # took its worker process down (supervised or distributed runs)
 TIMEOUT = "timeout"                # ran past its time limit; its worker process was stopped
 REPLAYED = "replayed"              # not run here: the time a recorded run gave (tune(replay=...))
+OUT_OF_MEMORY = "out of memory"    # an allocation was refused: the device's memory, or the
+#                                    worker process's memory limit (tune's memory_limit=)
+STOPPED = "stopped"                # did not finish: the run stopped while it ran (its time
+#                                    limit, Ctrl-C, SIGTERM); a resumed run runs it again
 SUSPECT = "suspect"                # ran (``verified`` says whether it passed), but its figures
 #                                    are beyond what the device can do: the row's ``suspect``
 #                                    says why (pyclperf.measure.plausible); nothing rests on it
 STATUSES = (OK, TIMED, WRONG, OUT_OF_BOUNDS, BUILD_FAILED, LAUNCH_FAILED, INVALID, SKIPPED, CRASHED,
-            TIMEOUT, SUSPECT, REPLAYED)
+            TIMEOUT, OUT_OF_MEMORY, STOPPED, SUSPECT, REPLAYED)
 # Statuses that are not failures: a row that ran as intended, or was deliberately not run. A
 # suspect row ran as intended too; the command line counts such rows apart.
 NOT_FAILED = (OK, TIMED, SKIPPED, SUSPECT, REPLAYED)

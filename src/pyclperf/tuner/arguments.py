@@ -70,6 +70,17 @@ def _round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 
 
+def _checked_array(index: int, info: Any, array: np.ndarray) -> np.ndarray:
+    """``array`` in the host's byte order (outputs come back so), once it is found fit for
+    parameter ``info``; TypeError naming the argument otherwise."""
+    argtypes.check_plain_array(index, array)
+    array = argtypes.in_host_order(array)
+    problem = argtypes.check_array_for(index, info, array)
+    if problem:
+        raise TypeError(problem)
+    return array
+
+
 @dataclass
 class Placed:
     """An array argument's host data and its padded device buffer."""
@@ -126,20 +137,13 @@ class Arguments:
 
         The arrays of ``poisoned`` (to be poisoned before the launch) are not uploaded: the
         poison would overwrite them at once."""
-        if len(values) != kernel.num_args:
-            names = ", ".join(a.name for a in kernel.args)
-            raise TypeError(f"kernel '{kernel.name}' takes {kernel.num_args} argument(s) "
-                            f"({names}), got {len(values)}")
+        self.check(kernel, values)
         self.values = list(values)
         self.names = [a.name for a in kernel.args]
         device_args: list[Any] = []
         for i, (value, info) in enumerate(zip(values, kernel.args)):
             if isinstance(value, np.ndarray):
-                argtypes.check_plain_array(i, value)
-                value = argtypes.in_host_order(value)  # outputs come back in the host's order
-                problem = argtypes.check_array_for(i, info, value)
-                if problem:
-                    raise TypeError(problem)
+                value = _checked_array(i, info, value)
                 device_args.append(self._place(i, value, info, launched_items, i in inout,
                                                i in poisoned))
             elif isinstance(value, LocalMemory):
@@ -155,6 +159,19 @@ class Arguments:
             del self.placed[i]
 
         kernel.set_args(*device_args)
+
+    @staticmethod
+    def check(kernel: Any, values: Sequence[Any]) -> None:
+        """The number of ``values`` and the element type of each array against the kernel's
+        declarations, before anything is placed (or an answer is judged against the arrays):
+        TypeError naming the argument."""
+        if len(values) != kernel.num_args:
+            names = ", ".join(a.name for a in kernel.args)
+            raise TypeError(f"kernel '{kernel.name}' takes {kernel.num_args} argument(s) "
+                            f"({names}), got {len(values)}")
+        for i, (value, info) in enumerate(zip(values, kernel.args)):
+            if isinstance(value, np.ndarray) and value.dtype.isnative:
+                _checked_array(i, info, value)
 
     def _place(self, index: int, array: np.ndarray, info: Any, launched_items: int,
                inout: bool, poisoned: bool = False) -> Any:

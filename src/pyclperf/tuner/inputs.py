@@ -35,13 +35,13 @@ def options_text(options: str | Sequence[str], compiler_options: Sequence[str] |
 MEMCHECK_ALLOWANCE_S = 120.0
 
 
-def supervise(job: Job, ctx: Any) -> supervisor.Supervisor:
+def supervise(job: Job, ctx: Any, memory_limit: int | None = None) -> supervisor.Supervisor:
     """A supervisor for ``job`` on ``ctx``'s device (the default device when None), the job
-    serialised for its workers."""
+    serialised for its workers, each of which may hold ``memory_limit`` bytes (ceiling.py)."""
     from .remote import JobSpec
 
     job.forget_args()
-    sup = supervisor.checkout(supervisor.device_spec(ctx))
+    sup = supervisor.checkout(supervisor.device_spec(ctx), memory_limit)
     if job.check == "memory":  # each configuration runs on Oclgrind first: slow by design
         sup.allowance_s = MEMCHECK_ALLOWANCE_S
     try:

@@ -13,9 +13,11 @@ from typing import Any, Callable, Mapping, Sequence
 from .. import _core
 from ..device.clocks import timing_for
 from ..measure.plausible import clock_problem, flag
-from ..measure.results import BUILD_FAILED, INVALID, LAUNCH_FAILED, OUT_OF_BOUNDS, WRONG
+from ..measure.results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OUT_OF_BOUNDS, OUT_OF_MEMORY,
+                               WRONG)
 from ..measure.sweep import classify, timed_row, verdict
 from .arguments import Arguments
+from .ceiling import out_of_memory
 from .console import stderr_text
 from .space import Config, Geometry
 from ..measure.residency import cache_flush, chained, conditions_of, residency_columns
@@ -43,6 +45,9 @@ def user_call(what: str, fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)
     except ConfigFailed:
         raise
+    except MemoryError as exc:
+        raise ConfigFailed(OUT_OF_MEMORY, out_of_memory(
+            f"{what} ran out of memory: {type(exc).__name__}: {exc}")) from None
     except Exception as exc:  # noqa: BLE001 - any user error is that configuration's status
         raise ConfigFailed(INVALID, f"{what} raised {type(exc).__name__}: {exc}") from None
 
@@ -195,6 +200,8 @@ def measure(job: Job, config: Config) -> dict[str, Any]:
         _measure(job, config, row)
     except ConfigFailed as exc:
         row.update(status=exc.status, error=str(exc), verified=False)
+    except MemoryError as exc:  # the device's memory, or the worker's ceiling (ceiling.py)
+        row.update(status=OUT_OF_MEMORY, error=out_of_memory(f"MemoryError: {exc}"), verified=False)
     except (_core.PyclperfError, TypeError, ValueError) as exc:
         named = isinstance(exc, _core.PyclperfError)
         row.update(status=classify(exc), error=f"{type(exc).__name__}: {exc}" if named else str(exc),
@@ -258,6 +265,8 @@ def verified_launch(job: Job, config: Config, row: dict[str, Any],
     # outputs are poisoned is known before binding, so bind does not upload what the poison
     # overwrites at once.
     t0 = time.perf_counter()
+    if job.verification.active:  # the arguments first: the answer is checked against them
+        job.arguments.check(kernel, values)
     expected = user_call("the reference", job.verification.expected, config,
                          f"{config!r}", values, names) if job.verification.active else []
     checked = [i for i, e in enumerate(expected) if e is not None]

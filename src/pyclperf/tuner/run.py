@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping, Sequence
 
-from ..measure.results import INVALID, LAUNCH_FAILED, OUT_OF_BOUNDS, TIMEOUT
+from ..measure.results import INVALID, LAUNCH_FAILED, OUT_OF_BOUNDS, OUT_OF_MEMORY, TIMEOUT
 from . import supervisor
+from .ceiling import parse_limit
 from .inputs import check_kind, load_source, options_text, static_checks, supervise
 from .measure import Job, KernelRunError, run_once
 from .space import Config, Divisor, Geometry
@@ -32,19 +33,21 @@ def run_kernel(
     isolate: bool = True,
     timeout: float | None = None,
     check: str | None = None,
+    memory_limit: int | str | None = None,
 ) -> list[Any]:
     """Build and run one configuration once, inside padded and guarded buffers; return the
     arguments with arrays read back. A write past an array's end, a refused launch, a crash,
     a hang past ``timeout`` seconds or a wrong argument raises KernelRunError (its ``status``
     as tune's rows say) or an exception that names the argument. As in tune(), the kernel runs
-    in a worker process unless ``isolate=False``; ``check="memory"`` runs the launch on
-    Oclgrind first (see tune())."""
+    in a worker process unless ``isolate=False``, which may hold ``memory_limit`` bytes (see
+    tune()); ``check="memory"`` runs the launch on Oclgrind first (see tune())."""
     from ..device.context import Context
 
+    limit = parse_limit(memory_limit)
     if not isolate:
         ctx = Context() if ctx is None else ctx
     else:
-        supervisor.prestart(supervisor.device_spec(ctx))
+        supervisor.prestart(supervisor.device_spec(ctx), limit)
     static_checks(args)
     job = Job(ctx if not isolate else None, load_source(source), kernel_name, list(args),
               Geometry(problem_size, global_size, (grid_div_x, grid_div_y, grid_div_z),
@@ -53,7 +56,7 @@ def run_kernel(
               check=check_kind(check))
     if isolate:
         return supervised_call(job, ctx, "run_once", dict(params or {}), timeout,
-                               lambda status, message: KernelRunError(status, message))
+                               lambda status, message: KernelRunError(status, message), limit)
     try:
         return run_once(job, dict(params or {}))
     finally:
@@ -61,16 +64,18 @@ def run_kernel(
 
 
 def supervised_call(job: Job, ctx: Any, kind: str, config: Config, timeout: float | None,
-                    failure: Callable[[str, str], BaseException]) -> Any:
+                    failure: Callable[[str, str], BaseException],
+                    memory_limit: int | None = None) -> Any:
     """One request about one configuration in a worker: its outputs, or ``failure(status,
     message)`` raised for a refusal, a crash or a timeout."""
-    sup = supervise(job, ctx)
+    __tracebackhide__ = True  # under pytest (assert_kernel): the failure, not these insides
+    sup = supervise(job, ctx, memory_limit)
     try:
         reply = sup.run(kind, config, timeout, lambda status, why: ("failed", status, why))
         if reply[0] == "outputs":
             return reply[1]
         if reply[0] == "failed":
-            if reply[1] in (LAUNCH_FAILED, OUT_OF_BOUNDS):  # the process may be damaged
+            if reply[1] in (LAUNCH_FAILED, OUT_OF_BOUNDS, OUT_OF_MEMORY):  # may be damaged
                 sup.retire()
             raise failure(reply[1], reply[2])
         if reply[0] == "timeout":

@@ -9,6 +9,8 @@ configuration can do to a process is then paid for by the worker alone:
   (tuner/fences.py), a fault in a fence is ``out of bounds`` instead, naming the argument;
 * it runs past its time limit (a kernel that never ends): the worker is killed and the row is
   ``timeout``;
+* it allocates past the worker's memory ceiling (ceiling.py): the allocation is refused and
+  the row is ``out of memory``; the worker is replaced;
 * it leaves the process suspect (a launch the driver aborted: CUDA keeps such an error for the
   life of the process; a write that reached past a guard zone): the worker is retired after
   its row, so the next configuration starts in a clean one.
@@ -28,8 +30,8 @@ import time
 import uuid
 from typing import Any, Callable
 
-from ..measure.results import CRASHED, INVALID, OUT_OF_BOUNDS, TIMEOUT
-from . import channel
+from ..measure.results import CRASHED, INVALID, OUT_OF_BOUNDS, OUT_OF_MEMORY, TIMEOUT
+from . import ceiling, channel
 from .worker_process import START_TIMEOUT_S, Worker, WorkerFailed
 
 # Without an explicit timeout, one configuration may take this many times the slowest one so
@@ -46,8 +48,10 @@ class Supervisor:
     """Runs one job's configurations in a worker on one device, replacing the worker whenever
     a configuration kills it, hangs it or leaves it suspect."""
 
-    def __init__(self, device: str, worker: Worker | None = None) -> None:
+    def __init__(self, device: str, worker: Worker | None = None,
+                 memory_limit: int | None = None) -> None:
         self.device = device
+        self.memory_limit = memory_limit  # each worker's ceiling (ceiling.py); None: default
         self.worker = worker
         self.job: tuple[str, bytes, str | None] | None = None  # id, message, its buffer file
         self.slowest_s = 0.0
@@ -61,7 +65,7 @@ class Supervisor:
             if self.worker is not None:
                 self.worker.kill()
                 self.restarts += 1
-            self.worker = Worker(self.device)
+            self.worker = Worker(self.device, self.memory_limit)
         if self.job is not None and self.worker.job_id != self.job[0]:
             self.worker.request(self.job[1], START_TIMEOUT_S)
             self.worker.job_id = self.job[0]
@@ -124,6 +128,9 @@ class Supervisor:
                 self.retire()
                 if fault:
                     return on_crash(OUT_OF_BOUNDS, f"{fault} ({why})")
+                if ceiling.ran_out(why):  # an allocation refused where it could not be caught
+                    return on_crash(OUT_OF_MEMORY, ceiling.out_of_memory(
+                        f"its worker process {why}", worker.memory_limit))
                 if fresh or attempt == 2:
                     return on_crash(CRASHED, f"its worker process {why}")
                 continue
@@ -189,14 +196,16 @@ class Supervisor:
 
 
 # --- warm workers, one per device, reused across calls ------------------------------------
-_idle: dict[str, list[Worker]] = {}
+# Keyed by device and the memory limit asked for: a worker is reused only under the same one.
+_idle: dict[tuple[str, int | None], list[Worker]] = {}
 _lock = threading.Lock()
 
 
-def checkout(device: str) -> Supervisor:
-    """A supervisor on ``device``, with a warm worker when one is idle, else one starting."""
+def checkout(device: str, memory_limit: int | None = None) -> Supervisor:
+    """A supervisor on ``device``, with a warm worker when one is idle, else one starting;
+    its workers may hold ``memory_limit`` bytes (None: the default ceiling, ceiling.py)."""
     with _lock:
-        pool = _idle.get(device, [])
+        pool = _idle.get((device, memory_limit), [])
         worker = None
         while pool and worker is None:
             candidate = pool.pop()
@@ -204,18 +213,19 @@ def checkout(device: str) -> Supervisor:
                 worker = candidate
             else:
                 candidate.kill()
-    return Supervisor(device, worker if worker is not None else Worker(device))
+    return Supervisor(device, worker if worker is not None else Worker(device, memory_limit),
+                      memory_limit)
 
 
-def prestart(device: str) -> None:
+def prestart(device: str, memory_limit: int | None = None) -> None:
     """Start a worker on ``device`` now, unless one is idle there already, so that its process
     start and device context overlap with the caller's own preparations (checking the
     arguments, computing the reference, serialising the job); checkout() finds it."""
     with _lock:
-        pool = _idle.setdefault(device, [])
+        pool = _idle.setdefault((device, memory_limit), [])
         if any(w.alive() for w in pool):
             return
-        pool.append(Worker(device))
+        pool.append(Worker(device, memory_limit))
 
 
 def checkin(supervisor: Supervisor) -> None:
@@ -228,7 +238,7 @@ def checkin(supervisor: Supervisor) -> None:
         return
     worker.job_id = None
     with _lock:
-        pool = _idle.setdefault(supervisor.device, [])
+        pool = _idle.setdefault((supervisor.device, supervisor.memory_limit), [])
         if not pool:
             # Drop the job's device buffers now: the next call ships its own job.
             try:

@@ -22,6 +22,7 @@ from ..device.clock_lock import locked_clocks
 from ..measure import timing_policy
 from . import supervisor
 from .declared import kernel_parameter_names
+from .ceiling import parse_limit
 from .inputs import check_kind, load_source, options_text, static_checks, supervise
 from .measure import Job, measure
 from .objectives import Objectives
@@ -117,6 +118,7 @@ def tune(
     client: Any = None,
     isolate: bool = True,
     timeout: float | None = None,
+    memory_limit: int | str | None = None,
     check: str | None = None,
     cold: bool = False,
     method: str = "auto",
@@ -171,8 +173,11 @@ def tune(
       holds the context and buffers, so a configuration that crashes, corrupts memory or hangs
       costs its own row (``crashed``, ``out of bounds``, ``timeout``), never this process.
       ``timeout`` bounds one configuration (build + verification + timing) in seconds; by
-      default 10x the slowest so far, at least 30 s. ``isolate=False`` runs in this process,
-      unprotected: a kernel that corrupts memory can take it down.
+      default 10x the slowest so far, at least 30 s. ``memory_limit`` bounds the private memory
+      a worker may hold (bytes, or text such as "2G"; by default 75% of the memory available
+      when it starts): an allocation past it is refused, so the configuration that made it is
+      ``out of memory`` and the machine is never exhausted (tuner/ceiling.py). ``isolate=False``
+      runs in this process, unprotected: a kernel that corrupts memory can take it down.
     * Residency and conditions: each row records its working set beside the device's cache,
       the compulsory traffic and the GB/s it implies; ``cold=True`` flushes the caches before
       every timed launch (outside the timed events), so a working set that fits in the cache
@@ -222,8 +227,9 @@ def tune(
     supervised = bool(isolate) and not distributed
     if not distributed and not supervised:
         ctx = Context() if ctx is None else ctx
+    limit = parse_limit(memory_limit)
     if supervised:
-        supervisor.prestart(supervisor.device_spec(ctx))
+        supervisor.prestart(supervisor.device_spec(ctx), limit)
     if isinstance(restrictions, (str, bytes)) or callable(restrictions):
         restrictions = [restrictions]  # type: ignore[list-item]
     checks = compile_restrictions(list(restrictions), list(space))  # type: ignore[arg-type]
@@ -251,7 +257,7 @@ def tune(
         ctx = fleet.view
         job.forget_args()
     elif supervised:
-        sup = supervise(job, ctx)
+        sup = supervise(job, ctx, limit)
         ctx = ctx if ctx is not None else supervisor.DeviceView(sup)
     try:
         with locked_clocks(getattr(ctx, "info", None), lock_clocks) as lock:

@@ -1,12 +1,13 @@
 """The worker process of a supervised sweep: ``python -m pyclperf.tuner.worker IN OUT
-[FAULTS]``.
+[FAULTS [MEMORY_LIMIT]]``.
 
 It holds the OpenCL context, the programs and the buffers; the sweep's own process only sends
 requests through the pipe ``IN`` and reads replies from ``OUT`` (see supervisor.py). Whatever a
 configuration does here (a segfault, a heap corrupted by a write far past an array, a driver
 error that poisons the process, a kernel that never ends) costs this process, never the
 caller's. On a device that works in host memory, ``FAULTS`` is the file where the arguments'
-fenced buffers and the address of a fault are recorded (tuner/fences.py).
+fenced buffers and the address of a fault are recorded (tuner/fences.py); ``MEMORY_LIMIT``, in
+bytes, is the most private memory it may hold (tuner/ceiling.py; 0: none).
 
 Requests, each a tuple:
   ("open", device_spec, sys_path)  -> ("ready", device summary)
@@ -30,6 +31,7 @@ import traceback
 from typing import Any
 
 from . import channel
+from ..measure.results import INVALID, OUT_OF_MEMORY
 
 # Statuses after which this process is not trusted with another configuration: the driver
 # may keep an error for the life of the process (CUDA does after an illegal address), and a
@@ -68,6 +70,23 @@ def probe_extent(job: Any, config: dict[str, Any], guard_bytes: int) -> tuple[st
                                                       "inout"))
     _launch(kernel, g, local)
     return args.guard_problem(), args.escaped
+
+
+def refusal(exc: BaseException) -> tuple[Any, ...]:
+    """The reply for a configuration that could not run as asked, in one line: its status and
+    why. An argument the kernel cannot take is the caller's mistake, said as run_kernel says
+    it, not a traceback of this process; a refused allocation is ``out of memory``, naming the
+    ceiling (ceiling.py)."""
+    from .ceiling import out_of_memory
+    from .measure import ConfigFailed, KernelRunError
+
+    if isinstance(exc, MemoryError):
+        return ("failed", OUT_OF_MEMORY, out_of_memory(f"{type(exc).__name__}: {exc}"))
+    if isinstance(exc, KernelRunError):
+        return ("failed", exc.status, str(exc).split(": ", 1)[-1])
+    if isinstance(exc, ConfigFailed):
+        return ("failed", exc.status, str(exc))
+    return ("failed", INVALID, str(exc))
 
 
 class Server:
@@ -128,6 +147,7 @@ class Server:
 
         row = measure(self.job, config)
         tainted = row.get("status") in TAINTING or bool(self.job.arguments.escaped)
+        tainted |= row.get("status") == OUT_OF_MEMORY  # a fresh process for the next one
         return ("row", row, tainted)
 
     def extent(self, config: dict[str, Any], guard_bytes: int) -> tuple[Any, ...]:
@@ -135,26 +155,28 @@ class Server:
 
         try:
             return ("extent", *probe_extent(self.job, config, guard_bytes))
-        except ConfigFailed as exc:
-            return ("failed", exc.status, str(exc))
+        except (ConfigFailed, MemoryError) as exc:
+            return refusal(exc)
 
     def run_once(self, config: dict[str, Any]) -> tuple[Any, ...]:
         from .measure import KernelRunError, run_once
 
         try:
             return ("outputs", run_once(self.job, config))
-        except KernelRunError as exc:
-            return ("failed", exc.status, str(exc).split(": ", 1)[-1])
+        except (KernelRunError, MemoryError) as exc:
+            return refusal(exc)
 
     def check(self, config: dict[str, Any]) -> tuple[Any, ...]:
+        from .. import _core
         from .measure import ConfigFailed, verified_launch
 
         try:
             judged: list[Any] = []
             verified_launch(self.job, config, {}, judged)
             return ("outputs", judged)
-        except ConfigFailed as exc:
-            return ("failed", exc.status, str(exc))
+        except (ConfigFailed, MemoryError, TypeError, ValueError,
+                _core.InvalidArgumentError) as exc:
+            return refusal(exc)
 
     def handle(self, request: tuple[Any, ...]) -> tuple[Any, ...]:
         kind, *rest = request
@@ -167,11 +189,16 @@ class Server:
 
 
 def main(argv: list[str]) -> int:
-    # Ctrl-C at a terminal reaches the whole process group; the sweep decides what stops.
+    # Ctrl-C at a terminal, and a SIGTERM sent to the process group (a scheduler's, `timeout`'s),
+    # reach this process too; the sweep decides what stops, and records it. This process ends
+    # with the sweep's in any case (_die_with_parent).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent()
-    from . import console
+    from . import ceiling, console
 
+    if len(argv) > 4 and int(argv[4]) > 0:
+        ceiling.apply(int(argv[4]))
     console.CAPTURE = False  # this process's stderr is its log, read per configuration
     fd_in, fd_out = int(argv[1]), int(argv[2])
     server = Server(int(argv[3]) if len(argv) > 3 else -1)
@@ -184,6 +211,8 @@ def main(argv: list[str]) -> int:
             reply = server.handle(request)
         except KeyboardInterrupt:  # raised by a user callable: the sweep stops, as in-process
             reply = ("interrupt",)
+        except MemoryError as exc:  # outside any configuration (the job's own arrays): one line
+            reply = ("error", ceiling.out_of_memory(f"{type(exc).__name__}: {exc}"))
         except Exception as exc:  # noqa: BLE001 - reported to the sweep, which decides
             reply = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}")
         message, path = channel.dumps(reply)

@@ -15,7 +15,7 @@ import time
 import weakref
 from typing import Any
 
-from . import channel
+from . import ceiling, channel
 from ..measure.conditions import register_own_processes
 
 # Opening a device (process start, import, context) may take this long before it is an error.
@@ -31,8 +31,11 @@ class WorkerFailed(RuntimeError):
 class Worker:
     """One worker process and its two pipes."""
 
-    def __init__(self, device: str) -> None:
+    def __init__(self, device: str, memory_limit: int | None = None) -> None:
         self.device = device
+        # What the caller asked for (None: the default), and the ceiling that gives now.
+        self.memory_request = memory_limit
+        self.memory_limit = ceiling.resolve(memory_limit)
         self.log = tempfile.TemporaryFile(prefix="pyclperf-worker-")
         # Where the worker records its fenced buffers and the address of a fault that ends it
         # (tuner/fences.py); shared with it, so it outlives the worker.
@@ -49,7 +52,7 @@ class Worker:
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "pyclperf.tuner.worker", str(to_child_r), str(from_child_w),
-                 str(self.faults.fileno())],
+                 str(self.faults.fileno()), str(self.memory_limit or 0)],
                 pass_fds=(to_child_r, from_child_w, self.faults.fileno()), stdin=subprocess.DEVNULL, stdout=self.log,
                 stderr=subprocess.STDOUT, env=env, cwd=os.getcwd())
         finally:
@@ -86,8 +89,10 @@ class Worker:
         except (channel.ChannelClosed, channel.ChannelTimeout):
             why = self.death() if not self.alive() else "did not answer"
             self.kill()
-            raise WorkerFailed(f"the worker process could not open device {self.device!r}: "
-                               f"it {why}") from None
+            note = (f", within its memory limit of {ceiling.human_bytes(self.memory_limit)} "
+                    "(memory_limit=)" if self.memory_limit and ceiling.ran_out(why) else "")
+            raise WorkerFailed(f"the worker process could not open device {self.device!r}"
+                               f"{note}: it {why}") from None
         if reply[0] != "ready":
             self.kill()
             raise WorkerFailed(f"the worker process could not open device {self.device!r}: "
