@@ -43,13 +43,13 @@ def test_a_worker_interrupted_mid_reply_is_killed_on_checkin_not_pooled(spec):
     assert worker.awaiting and not worker.usable()
     supervisor.checkin(supervisor.Supervisor(spec, worker))
     assert not worker.alive()
-    assert worker not in supervisor._idle.get(spec, [])
+    assert worker not in supervisor._idle.get((spec, None), [])
 
 
 def test_the_next_call_gets_a_worker_that_answers_in_step(spec, ctx):
     stale = _interrupted_open(spec)
     with supervisor._lock:  # as if it had reached the pool before the rule existed
-        supervisor._idle.setdefault(spec, []).append(stale)
+        supervisor._idle.setdefault((spec, None), []).append(stale)
     sup = supervisor.checkout(spec)
     try:
         assert sup.worker is not stale and not stale.alive()
