@@ -62,7 +62,23 @@ class Results:
 
     @property
     def df(self) -> pd.DataFrame:
+        """The rows as a table; with no rows, an empty table that still has the columns every
+        row of this run has (its parameters, ``status``, ``error``, ``verified``)."""
+        if not self.rows:
+            return pd.DataFrame(columns=self.columns)
         return pd.DataFrame(self.rows)
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns every row of this run has: the swept parameter(s), then the status."""
+        params = self.meta.get("tune_params") or self.meta.get("params")
+        names = [str(k) for k in params] if isinstance(params, dict) else []
+        if names:
+            names.append("config")
+        x = self.meta.get("x")
+        if isinstance(x, str) and x not in names:
+            names.insert(0, x)
+        return names + ["status", "error", "verified"]
 
     @property
     def experiment(self) -> str:
@@ -149,7 +165,9 @@ class Results:
         """The record in a JSON-lines file. A line that is not JSON (cut by a killed process) is
         skipped and named in ``meta["load_warnings"]`` (and logged); any other line that cannot
         be used raises ResultsFileError (a ValueError) naming the file, the line and the field.
-        A closing "end" record after the last row sets ``meta["interrupted"]``."""
+        A closing "end" record after the last row sets ``meta["interrupted"]`` and, where the
+        run stopped early, ``meta["stop"]`` (why: tuner/stops.py). Repeated rows are collapsed
+        with a warning (collapse_repeats), the same for every reader: report, compare, resume."""
         meta: dict[str, Any] | None = None
         rows = []
         torn: list[str] = []
@@ -188,6 +206,47 @@ class Results:
                 meta["interrupted"] = True
             else:  # a resumed run that finished
                 meta.pop("interrupted", None)
+        if end is not None:  # why the run stopped early; nothing where a resumed run finished
+            stop = {k: end[k] for k in validate.STOP_TYPES if k in end}
+            meta.pop("stop", None)
+            if "stopped" in stop:
+                meta["stop"] = stop
+        rows, repeats = collapse_repeats(rows, meta)
+        for note in repeats:
+            log.warning("%s: %s", path, note)
+            meta["load_warnings"] = list(meta.get("load_warnings") or []) + [f"{path}: {note}"]
         loaded = cls(meta, rows)
         loaded.path = Path(path)
         return loaded
+
+
+def collapse_repeats(rows: list[dict[str, Any]], meta: dict[str, Any]
+                     ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows of a file with repeats taken out, and what was taken out, in words. A row equal
+    to an earlier one in every field (a file copied onto its own end) counts once. In a tuning
+    run's file, a configuration has one row: a ``stopped`` one is replaced, without a word, by
+    the row of the resumed run that finished it; of two finished rows the later is kept, with a
+    warning."""
+    import json
+
+    kept: dict[Any, dict[str, Any]] = {}
+    same = later = 0
+    tuning = str(meta.get("experiment") or "").startswith("tune:")
+    for row in rows:
+        text = json.dumps(row, sort_keys=True, default=str)
+        key = ("config", str(row["config"])) if tuning and "config" in row else text
+        old = kept.pop(key, None)
+        if old is not None and old.get("status") != STOPPED:
+            if json.dumps(old, sort_keys=True, default=str) == text:
+                same += 1
+            else:
+                later += 1
+        kept[key] = row
+    notes = []
+    if same:
+        notes.append(f"{same} row{'s' if same != 1 else ''} repeat{'s' if same == 1 else ''} an "
+                     "earlier row exactly; each such row is counted once")
+    if later:
+        notes.append(f"{later} configuration{'s have' if later != 1 else ' has'} more than one "
+                     "finished row; the last of each is kept")
+    return list(kept.values()), notes

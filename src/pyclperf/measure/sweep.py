@@ -143,8 +143,9 @@ class RowStream:
 
     The file goes first: a row it could not take (ResultsWriteError, a full disk) is in none of
     them, so the Results and the file hold the same rows; the error carries those Results and
-    says how many there are. A Results whose ``meta["interrupted"]`` is set when it closes
-    ends the file with a record saying so."""
+    says how many there are. A Results whose ``meta["interrupted"]`` or ``meta["stop"]`` (why
+    a sweep stopped early, tuner/stops.py) is set when it closes ends the file with a record
+    saying so."""
 
     def __init__(self, results: Results, out: str | os.PathLike[str] | None, *, total: int,
                  progress: bool | None, append: bool = False, sinks: Iterable[Any] = ()) -> None:
@@ -163,7 +164,9 @@ class RowStream:
         exc.detail = exc.detail or detail
         return exc
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: dict[str, Any], sinks: bool = True) -> None:
+        """One finished row (``sinks``: to the other sinks too; a row that records a stop is
+        for the results file alone)."""
         if self.writer is not None:
             try:
                 self.writer.add(row)
@@ -172,7 +175,7 @@ class RowStream:
                                     "finished rows are in the file (and in this error's "
                                     ".results)") from exc.__cause__
         self.results.rows.append(row)
-        for sink in self.sinks:
+        for sink in self.sinks if sinks else ():
             sink.add(row)
         if self.bar is not None:
             self.bar.update(1)
@@ -186,7 +189,8 @@ class RowStream:
         if self.bar is not None:
             self.bar.close()
         if self.writer is not None:
-            self.writer.close(interrupted=bool(self.results.meta.get("interrupted")))
+            self.writer.close(interrupted=bool(self.results.meta.get("interrupted")),
+                              stop=self.results.meta.get("stop"))
         for sink in self.sinks:
             sink.close()
 

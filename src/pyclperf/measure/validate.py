@@ -29,7 +29,7 @@ MAX_DEPTH = 32
 NUMBER_FIELDS = frozenset({
     "gbps", "gbps_best", "gflops", "gops", "fraction_of_peak", "slowdown", "relative",
     "median_ns", "min_ns", "max_ns", "mean_ns", "q1_ns", "q3_ns", "iqr_ns", "spread_pct",
-    "time_ms", "bytes", "n", "host_median_ns", "host_gbps", "host_over_events",
+    "time_ms", "bytes", "n", "host_median_ns", "host_gbps", "host_over_events", "ran_s",
 })
 # Row fields that hold a list of numbers (every launch's time).
 NUMBER_LIST_FIELDS = frozenset({"times_ns"})
@@ -56,10 +56,16 @@ META_TYPES: dict[str, tuple[str, ...]] = {
     # a search's: what ran, what it minimised, its Pareto front, a replay's file and time
     "strategy": ("string",), "algorithm": ("string",), "objectives": ("array",),
     "pareto": ("array",), "replay": ("object",), "simulated_time_s": ("number",),
+    "stop": ("object",),
 }
 
-# What a closing ("end") record may say: how the run that wrote the rows above it ended.
-END_TYPES: dict[str, tuple[str, ...]] = {"interrupted": ("boolean",)}
+# What a closing ("end") record may say: how the run that wrote the rows above it ended, and
+# where it stopped early, why (tuner/stops.py).
+STOP_TYPES: dict[str, tuple[str, ...]] = {
+    "stopped": ("string",), "reason": ("string",), "in_flight": ("string",),
+    "finished": ("number",), "total": ("number",),
+}
+END_TYPES: dict[str, tuple[str, ...]] = {"interrupted": ("boolean",), **STOP_TYPES}
 
 
 class ResultsFileError(ValueError):

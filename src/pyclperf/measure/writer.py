@@ -4,7 +4,8 @@ A lock (``<file>.lock``) keeps two runs from interleaving rows in one file. Resu
 appends each finished row and fsyncs it; a write that fails (a full disk) is cut back to the
 last whole row and raises ResultsWriteError; an append after a last line that a killed process
 left unfinished moves that fragment to ``<file>.torn`` first, so the next row starts a line of
-its own; and a run stopped by Ctrl-C ends the file with an "end" record saying so.
+its own; and a run stopped by Ctrl-C (or SIGTERM, or its time limit) ends the file with an
+"end" record saying so.
 """
 
 from __future__ import annotations
@@ -120,9 +121,9 @@ class ResultsWriter:
         self._fd = -1
         self._size = 0
         self._failed: ResultsWriteError | None = None
-        # The file ends with a record saying its last run was interrupted; a run that ends
-        # normally without adding a row must say otherwise, or the mark would stand.
-        self._ends_interrupted = False
+        # The file ends with a record saying its last run was interrupted or stopped early; a
+        # run that ends normally without adding a row must say otherwise, or the mark would stand.
+        self._ends_stopped = False
         self._lock = results_lock(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,8 +187,8 @@ class ResultsWriter:
             parsed = json.loads(last)
         except (ValueError, RecursionError):  # not JSON (or not text): no end record
             return
-        self._ends_interrupted = (isinstance(parsed, dict) and parsed.get("record") == "end"
-                                  and parsed.get("interrupted") is True)
+        self._ends_stopped = (isinstance(parsed, dict) and parsed.get("record") == "end"
+                              and (parsed.get("interrupted") is True or "stopped" in parsed))
 
     _deferred = False
 
@@ -208,7 +209,7 @@ class ResultsWriter:
             self._failed = ResultsWriteError(self.path, exc)
             raise self._failed from exc
         self._size += len(line)
-        self._ends_interrupted = False
+        self._ends_stopped = False
 
     @contextlib.contextmanager
     def synced_once(self) -> Iterator[None]:
@@ -231,14 +232,15 @@ class ResultsWriter:
     def add(self, row: dict[str, Any]) -> None:
         self._write({"record": "row", **row})
 
-    def close(self, interrupted: bool = False) -> None:
-        """Close the file; ``interrupted`` ends it with a record saying so (Results.load sets
-        ``meta["interrupted"]`` from it)."""
+    def close(self, interrupted: bool = False, stop: dict[str, Any] | None = None) -> None:
+        """Close the file; ``interrupted`` and ``stop`` (why a sweep stopped early:
+        tuner/stops.py) end it with a record saying so (Results.load sets ``meta["interrupted"]``
+        and ``meta["stop"]`` from it)."""
         if self._fd < 0:
             return
         try:
-            if self._failed is None and (interrupted or self._ends_interrupted):
-                self._write({"record": "end", "interrupted": bool(interrupted)})
+            if self._failed is None and (interrupted or stop or self._ends_stopped):
+                self._write({"record": "end", "interrupted": bool(interrupted), **(stop or {})})
         except ResultsWriteError as exc:
             log.warning("%s; the run's end is not marked in the file (its rows are all there)", exc)
         finally:

@@ -61,22 +61,19 @@ def human_bytes(n: int) -> str:
 
 def parse_limit(value: Any, what: str = "memory_limit") -> int | None:
     """``memory_limit`` as bytes: None (the default ceiling), a number of bytes, or text such
-    as "512M", "2G" or "1.5GiB". ValueError, in one line, for anything else."""
+    as "512M", "2G" or "1.5GiB". ValueError, in one line that starts with ``what`` (where
+    given), for anything else."""
     if value is None:
         return None
-    if isinstance(value, bool):
-        raise ValueError(f"{what}={value!r}: give bytes (a number) or text such as '2G'")
-    if isinstance(value, (int, float)):
-        number, scale = float(value), 1
-    else:
-        found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(i?B)?\s*", str(value), re.I)
-        if not found:
-            raise ValueError(f"{what}={value!r}: give bytes (a number) or text such as '512M', "
-                             "'2G' or '1.5GiB'")
-        number, scale = float(found.group(1)), _UNITS[found.group(2).upper()]
-    nbytes = number * scale
+    given = f"{what}={value!r}" if what else repr(value)
+    found = None if isinstance(value, (bool, int, float)) else re.fullmatch(
+        r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(i?B)?\s*", str(value), re.I)
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) or found):
+        raise ValueError(f"{given}: give bytes (a number) or text such as '512M', '2G' or "
+                         "'1.5GiB'")
+    nbytes = float(value) if found is None else float(found.group(1)) * _UNITS[found.group(2).upper()]
     if not nbytes >= 64 << 20 or nbytes > 1 << 60:  # NaN fails the first test
-        raise ValueError(f"{what}={value!r}: a worker needs at least 64 MiB to start")
+        raise ValueError(f"{given}: a worker needs at least 64 MiB to start")
     return int(nbytes)
 
 

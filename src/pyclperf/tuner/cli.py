@@ -14,7 +14,8 @@ from ..views.command_line import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT
 # The spec keys the command line may override, and the option that does.
 TUNE_OVERRIDES = {"strategy": "--strategy", "max_fevals": "--max-fevals",
                   "time_limit": "--time-limit", "timeout": "--timeout", "out": "--out",
-                  "cache": "--cache", "method": "--method", "seed": "--seed"}
+                  "cache": "--cache", "method": "--method", "seed": "--seed",
+                  "memory_limit": "--memory-limit"}
 
 
 def _dry_run_space(space: Any, samples: int = 10_000) -> str:
@@ -91,8 +92,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
         from pyclperf.tuner.t4 import write_t4
 
         print(f"wrote {write_t4(results, spec.t4)}")
+    stop = results.meta.get("stop")
+    if stop:  # why it stopped early, in one sentence (tuner/stops.py)
+        print(stop["reason"], file=sys.stderr)
     if results.meta.get("interrupted"):
-        print("interrupted: the finished configurations are saved", file=sys.stderr)
+        if not stop:
+            print("interrupted: the finished configurations are saved", file=sys.stderr)
         return EXIT_INTERRUPTED
     # Exit 1 when no config ran to completion: a tuning run with nothing to pick is a failure.
     return EXIT_OK if any(r.get("status") in ("ok", "timed", "replayed") for r in results.rows) \
@@ -123,6 +128,10 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
                    help="seconds one configuration may take (build, verification, timing) before "
                         "its worker is stopped and its row says 'timeout' (default: the spec's, "
                         "else 10x the slowest so far, at least 30)")
+    t.add_argument("--memory-limit", default=None, metavar="BYTES",
+                   help="the most memory a worker process may hold, as bytes or with a unit "
+                        "(512M, 2G); an allocation past it makes that configuration 'out of "
+                        "memory' (default: the spec's, else 75%% of the memory available)")
     t.add_argument("--memcheck", action="store_true",
                    help="run each configuration's launch on Oclgrind first: out-of-bounds accesses, "
                         "data races and uninitialised values become the row's status (small sizes)")

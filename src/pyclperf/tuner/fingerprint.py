@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..measure.results import Results
+from ..measure.results import STOPPED, Results
 
 
 def _feed(h: Any, value: Any, depth: int = 0) -> None:
@@ -89,4 +89,5 @@ def check_resume(path: Path, defining: dict[str, str]) -> set[str]:
         raise ValueError(f"cannot resume {path}: {', '.join(changed)} changed since it was "
                          "written, so its rows would not be results of this run; write to a new "
                          "file (out=...), or pass resume=False to overwrite it")
-    return {str(r["config"]) for r in previous.rows if "config" in r}
+    return {str(r["config"]) for r in previous.rows
+            if "config" in r and r.get("status") != STOPPED}  # a stopped one runs again

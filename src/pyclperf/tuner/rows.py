@@ -20,7 +20,7 @@ ROW_FIELDS = frozenset({
     "compulsory_bytes", "compulsory_gbps", "sm_clock_mhz", "mem_clock_mhz", "sm_clock_max_mhz",
     "power_w", "temperature_c", "energy_j", "mean_power_w", "energy_per_launch_j", "throttle",
     "conditions", "residency", "method", "method_reason", "suspect", "notes",
-    "replayed", "simulated_s", "pareto", "strategy",
+    "replayed", "simulated_s", "pareto", "strategy", "ran_s",
 })
 
 

@@ -23,6 +23,7 @@ Format (paths are relative to the spec file's folder; only the first five keys a
       "inout": ["dst"],                           # restored before every launch (names/indices)
       "strategy": "brute_force", "strategy_options": {}, "max_fevals": 50, "time_limit": 600,
       "timeout": 30,                              # seconds one configuration may take
+      "memory_limit": "4G",                       # a worker's memory (default: 75% available)
       "seed": 1, "iterations": 7, "warmup": 3, "min_time": 0.05, "method": "auto",
       "out": "copy_tune.jsonl", "cache": "copy_cache.json", "t4": "copy_t4.json"
     }
@@ -67,7 +68,8 @@ __all__ = ["SpecError", "TuneSpec", "parse_spec"]
 _OUTPUTS = ("out", "cache", "t4")
 _PASSED = ("grid_div_x", "grid_div_y", "grid_div_z", "block_size_names", "compiler_options",
            "strategy_options", "max_fevals", "time_limit", "timeout", "seed", "iterations",
-           "warmup", "min_time", "min_repeats", "max_repeats", "rtol", "atol", "method")
+           "warmup", "min_time", "min_repeats", "max_repeats", "rtol", "atol", "method",
+           "memory_limit")
 
 
 @dataclass
@@ -269,6 +271,13 @@ def parse_spec(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None
             except ValueError as e:
                 raise fail((f"grid_div_{axis}", i), str(e), labels) from None
     check_strategy(doc, labels)
+    if "memory_limit" in doc:
+        from .ceiling import parse_limit
+
+        try:
+            parse_limit(doc["memory_limit"], "")
+        except ValueError as e:
+            raise fail(("memory_limit",), str(e), labels) from None
 
     outputs = {k: folder / doc[k] for k in _OUTPUTS if k in doc}
     inputs = [path, source_path] + ([folder / ref["path"]] if ref and ref["kind"] == "npy" else [])

@@ -121,7 +121,8 @@ class Supervisor:
             except channel.ChannelTimeout:
                 self.retire()
                 return ("timeout", f"ran past its time limit of {limit:g} s (build, verification "
-                                   "and timing); its worker process was stopped")
+                                   "and timing); its worker process was stopped",
+                        time.monotonic() - t0)
             except channel.ChannelClosed:
                 why = worker.death()
                 fault = worker.fault()
@@ -156,7 +157,7 @@ class Supervisor:
 
         reply = self.run("measure", config, timeout, crashed, cap=cap)
         if reply[0] == "timeout":
-            return {"status": TIMEOUT, "error": reply[1], "verified": False}
+            return {"status": TIMEOUT, "error": reply[1], "verified": False, "ran_s": reply[2]}
         if reply[0] == "error":
             return {"status": INVALID, "verified": False,
                     "error": f"the worker process could not run it: {reply[1]}"}

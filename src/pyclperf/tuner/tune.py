@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..measure.results import INVALID, TIMEOUT, Results
+from ..measure.results import INVALID, STOPPED, TIMEOUT, Results
 from ..measure.sweep import RowStream, base_meta
 from . import fingerprint as fp
 from ..device.clock_lock import locked_clocks
 from ..measure import timing_policy
-from . import supervisor
+from . import stops, supervisor
 from .declared import kernel_parameter_names
 from .ceiling import parse_limit
 from .inputs import check_kind, load_source, options_text, static_checks, supervise
@@ -165,8 +165,10 @@ def tune(
     * ``out``: JSON-lines file written as configurations finish; with ``resume``, an existing
       file continues only if every defining input (source, options, parameter names,
       arguments, answer, launch geometry, restrictions, device, driver, version) is unchanged.
-      ``cache``: the same rows in Kernel Tuner's cache format. Ctrl-C returns the finished
-      rows with ``meta["interrupted"]``, and the file records it. A file that cannot be written
+      ``cache``: the same rows in Kernel Tuner's cache format. Ctrl-C (or SIGTERM) returns the
+      finished rows with ``meta["interrupted"]``; a stop by Ctrl-C, SIGTERM or ``time_limit``
+      gives the configuration then running a ``stopped`` row (run again on resume), and
+      ``meta["stop"]`` and the file's end record say why (tuner/stops.py). A file that cannot be written
       (a full disk) stops the sweep with ``pyclperf.ResultsWriteError`` (an OSError): the file
       keeps every whole row written, and the error's ``results`` holds the same rows.
     * Supervision (``isolate=True``, the default): the kernel runs in a worker process that
@@ -296,6 +298,8 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
         done = fp.check_resume(Path(out), defining)
         append = True
     previous = Results.load(out) if append else None  # type: ignore[arg-type]
+    if previous is not None:  # a configuration a stop cut short is run again
+        previous.rows = [r for r in previous.rows if r.get("status") != STOPPED]
 
     kt = None
     if cache is not None:  # Kernel Tuner's cache file beside (or instead of) the JSON lines
@@ -337,6 +341,7 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
 
     def finish(config: Config, measured: dict[str, Any]) -> None:
         """One configuration's row: into the strategy, the results, the files and the bar."""
+        flight.land()
         key = config_key(config)
         row: dict[str, Any] = {**config, "config": key, **measured}
         row["timestamp"] = time.time()
@@ -353,32 +358,38 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
             done.add(config_key(config))
 
     configs.on_failed = invalid  # those a big space's walk meets, as it meets them
+    flight = stops.Flight(stream, todo, len(told) + todo, time_limit)  # what a stop records
     try:
-        for config, why in failed:
-            invalid(config, why)
-        if fleet is not None:
-            # Tasks sent, chunks a dead worker split, seconds the workers measured: for the
-            # returned Results only (the file's header was written before the sweep began).
-            stream.results.meta["dask"] = fleet.sweep(job, search, strategy, done, finish, todo,
-                                                      stream.batch)
-        started = time.monotonic()
-        while fleet is None and (config := search.ask()) is not None:
-            if config_key(config) in done:
-                continue
-            if sup is None:
-                finish(config, measure(job, config))
-                continue
-            left = None if time_limit is None else float(time_limit) - (time.monotonic() - started)
-            if left is not None and left <= 0:
-                break
-            own = sup.limit(timeout)
-            row = sup.measure(config, timeout, cap=left)
-            if row["status"] == TIMEOUT and left is not None and left < own:
-                stream.results.meta["stopped"] = "time_limit"  # cut by the run's limit: no row
-                break
-            finish(config, row)
-    except KeyboardInterrupt:
+        with stops.sigterm_stops():
+            for config, why in failed:
+                invalid(config, why)
+            if fleet is not None:
+                # Tasks sent, chunks a dead worker split, seconds the workers measured: for the
+                # returned Results only (the file's header was written before the sweep began).
+                stream.results.meta["dask"] = fleet.sweep(job, search, strategy, done, finish,
+                                                          todo, stream.batch)
+            started = time.monotonic()
+            while fleet is None and (config := search.ask()) is not None:
+                if config_key(config) in done:
+                    continue
+                flight.begin(config)
+                if sup is None:
+                    finish(config, measure(job, config))
+                    continue
+                left = None if time_limit is None else float(time_limit) - (time.monotonic() - started)
+                if left is not None and left <= 0:
+                    flight.land(finished=False)
+                    break
+                own = sup.limit(timeout)
+                row = sup.measure(config, timeout, cap=left)
+                if row["status"] == TIMEOUT and left is not None and left < own:
+                    break  # cut by the run's time limit: its row says so (flight.stop)
+                finish(config, row)
+            if flight.cut_short():
+                flight.stop(stops.TIME_LIMIT)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (stops.Terminated)
         stream.results.meta["interrupted"] = True
+        flight.stop(stops.cause_of(exc))
     finally:
         getattr(search, "close", lambda: None)()
         stream.close()

@@ -26,7 +26,8 @@ EXIT_CODES = f"""exit codes:
   {EXIT_ERROR}    bad input or usage (nothing ran), or a results file that cannot be read or
        written: a full disk stops the run with the finished points saved (one line on stderr says why)
   {EXIT_SLOWER}    compare --fail-if-slower: B slower than A beyond the threshold
-  {EXIT_INTERRUPTED}  interrupted (Ctrl-C); finished points are saved, the file marked interrupted"""
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C; for tune, SIGTERM too); finished points are saved, the file
+       marked interrupted"""
 
 
 class UsageParser(argparse.ArgumentParser):
