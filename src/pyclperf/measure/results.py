@@ -10,7 +10,6 @@ after a line a killed process cut short starts on a line of its own (the fragmen
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from pathlib import Path
@@ -21,7 +20,7 @@ import pandas as pd
 from . import validate
 from .validate import SCHEMA, ResultsFileError  # noqa: F401  (public here)
 from .writer import (LockedError, ResultsWriteError, ResultsWriter, _line,  # noqa: F401
-                     lock_path, results_lock)
+                     lock_path, replace_whole, results_lock)
 
 log = logging.getLogger(__name__)
 
@@ -123,36 +122,32 @@ class Results:
 
     def to_csv(self, path: str | os.PathLike[str]) -> Path:
         """The rows as CSV, without list-valued columns (raw per-launch times stay in the
-        JSON-lines record)."""
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
+        JSON-lines record). Replaced whole or not at all: a full disk leaves the old file as it
+        was (ResultsWriteError naming it)."""
         df = self.df
         lists = [c for c in df.columns if df[c].map(lambda v: isinstance(v, (list, tuple))).any()]
-        df.drop(columns=lists).to_csv(p, index=False)
-        return p
+        return replace_whole(path, lambda tmp: df.drop(columns=lists).to_csv(tmp, index=False))
 
     def to_json(self, path: str | os.PathLike[str]) -> Path:
         """Write the whole record as JSON lines (metadata first). The file is replaced whole or
         not at all: written beside it, then renamed over it, so a full disk leaves the old file
         as it was (ResultsWriteError, with these Results in its ``results``)."""
         p = Path(path)
-        new = p.with_name(p.name + ".new")
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(_line({"record": "meta", "schema": SCHEMA, **self.meta}))
+                for r in self.rows:
+                    f.write(_line({"record": "row", **r}))
+                f.flush()
+                os.fsync(f.fileno())
+
         with results_lock(p):
             try:
-                with open(new, "w", encoding="utf-8") as f:
-                    f.write(_line({"record": "meta", "schema": SCHEMA, **self.meta}))
-                    for r in self.rows:
-                        f.write(_line({"record": "row", **r}))
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(new, p)
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    new.unlink()
-                err = ResultsWriteError(p, exc, "the file was left as it was")
+                return replace_whole(p, write)
+            except ResultsWriteError as err:
                 err.results = self
-                raise err from exc
-        return p
+                raise
 
     def save(self, out_dir: str | os.PathLike[str], stem: str | None = None) -> dict[str, Path]:
         """``<stem>.jsonl`` and ``<stem>.csv`` in ``out_dir``; returns their paths."""

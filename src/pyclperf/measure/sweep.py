@@ -162,6 +162,7 @@ class RowStream:
         self.results.meta["write_error"] = exc.problem
         exc.results = self.results
         exc.detail = exc.detail or detail
+        exc.api_note = "this error's .results holds the same rows"
         return exc
 
     def add(self, row: dict[str, Any], sinks: bool = True) -> None:
@@ -172,8 +173,7 @@ class RowStream:
                 self.writer.add(row)
             except ResultsWriteError as exc:
                 raise self._stopped(exc, f"the sweep stopped: its {len(self.results.rows)} "
-                                    "finished rows are in the file (and in this error's "
-                                    ".results)") from exc.__cause__
+                                    "finished rows are in the file") from exc.__cause__
         self.results.rows.append(row)
         for sink in self.sinks if sinks else ():
             sink.add(row)

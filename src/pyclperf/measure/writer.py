@@ -40,7 +40,8 @@ class ResultsWriteError(OSError):
     def __init__(self, path: str | os.PathLike[str], cause: OSError, detail: str = "") -> None:
         self.path = Path(path)
         self.reason = cause.strerror or str(cause)
-        self.detail = detail
+        self.detail = detail  # what is safe, in words for anyone (a command-line user too)
+        self.api_note = ""    # what a program finds where (this error's ``results``)
         self.results: Results | None = None
         super().__init__(cause.errno, self.reason)
 
@@ -49,18 +50,42 @@ class ResultsWriteError(OSError):
         """What failed, without what became of the sweep."""
         return f"cannot write {self.path}: {self.reason}"
 
-    def __str__(self) -> str:
+    @property
+    def told(self) -> str:
+        """The message for a person at a command line: what failed and what is safe."""
         return self.problem + (f"; {self.detail}" if self.detail else "")
 
+    def __str__(self) -> str:
+        return self.told + (f" ({self.api_note})" if self.api_note else "")
+
     def __reduce__(self) -> Any:  # OSError's own would call __init__ with (errno, reason)
-        return _write_error, (self.path, self.errno, self.reason, self.detail, self.results)
+        return _write_error, (self.path, self.errno, self.reason, self.detail, self.results,
+                              self.api_note)
 
 
 def _write_error(path: Path, errno: int | None, reason: str, detail: str,
-                 results: "Results | None") -> ResultsWriteError:
+                 results: "Results | None", api_note: str = "") -> ResultsWriteError:
     err = ResultsWriteError(path, OSError(errno, reason), detail)
     err.results = results
+    err.api_note = api_note
     return err
+
+
+def replace_whole(path: str | os.PathLike[str], write: Any) -> Path:
+    """``write(tmp)`` to a file beside ``path``, then renamed over it: ``path`` is whole, the
+    new one or the old one, never half of one. A write that fails (a full disk) removes the
+    file beside it and raises ResultsWriteError naming ``path``."""
+    p = Path(path)
+    new = p.with_name(p.name + ".new")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        write(new)
+        os.replace(new, p)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            new.unlink()
+        raise ResultsWriteError(p, exc, "the file was left as it was") from exc
+    return p
 
 
 # Locks this process holds, by resolved results path: (lock file, depth). A process may take the

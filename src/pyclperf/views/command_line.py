@@ -63,12 +63,13 @@ def call(command: Callable[[argparse.Namespace], Any], args: argparse.Namespace)
         return EXIT_INTERRUPTED
     except Exception as exc:
         from .._core import PyclperfError
-        from ..measure.results import LockedError
+        from ..measure.results import LockedError, ResultsWriteError
 
         # OSError: a file that cannot be read or written (ResultsWriteError: a full disk
         # stopped the sweep; the message says what the file keeps).
         if isinstance(exc, (PyclperfError, ValueError, OSError, MemoryError, LockedError)):
-            print(f"pyclperf: error: {' '.join(str(exc).split()) or type(exc).__name__}",
+            text = _write_failure(exc) if isinstance(exc, ResultsWriteError) else str(exc)
+            print(f"pyclperf: error: {' '.join(text.split()) or type(exc).__name__}",
                   file=sys.stderr)
             if "unknown target CPU" in str(exc):  # clang's words: the way out is not in them
                 from ..device.pocl_cpu import BUILD_FAILURE_HINT
@@ -76,6 +77,16 @@ def call(command: Callable[[argparse.Namespace], Any], args: argparse.Namespace)
                 print(f"pyclperf: {BUILD_FAILURE_HINT}", file=sys.stderr)
             return EXIT_ERROR
         raise
+
+
+def _write_failure(exc: Any) -> str:
+    """A results file that could not be written, told to a person: the file, why, what is
+    safe, and (a full disk) what to do."""
+    import errno
+
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return exc.told + ("; free space there (or choose another --out) and run it again"
+                       if full else "")
 
 
 __all__ = ["EXIT_CODES", "EXIT_ERROR", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SLOWER",

@@ -308,12 +308,19 @@ def plot_results(results: Results) -> Any:
 
 
 def save_plot(results: Results, path: str | os.PathLike[str]) -> str | None:
-    """Save the record's figure (plot_results) as ``path``; None where it has no figure."""
+    """Save the record's figure (plot_results) as ``path``; None where it has no figure. The
+    file is replaced whole or not at all: a full disk leaves the old one as it was
+    (ResultsWriteError naming it)."""
     import matplotlib.pyplot as plt
+
+    from ..measure.writer import replace_whole
 
     fig = plot_results(results)
     if fig is None:
         return None
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    kind = os.path.splitext(os.fspath(path))[1].lstrip(".") or "png"
+    try:
+        replace_whole(path, lambda tmp: fig.savefig(tmp, dpi=120, format=kind))
+    finally:
+        plt.close(fig)
     return os.fspath(path)

@@ -10,12 +10,13 @@ an experiment run by the guide is run exactly as ``pyclperf run`` runs it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .command_line import (EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageParser,
                            device_option, method_option)
@@ -60,7 +61,9 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
                   peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps, min_time_s=args.min_time_s,
                   policy=args.timing, cold=args.cold, cold_check=args.cold_check,
                   lock_clocks=args.lock_clocks)
-    paths = {"csv": results.to_csv(out_dir / f"{args.experiment}.csv")}
+    jsonl = out_dir / f"{args.experiment}.jsonl"
+    with _saying_what_is_safe(f"{jsonl} holds every finished point"):
+        paths = {"csv": results.to_csv(out_dir / f"{args.experiment}.csv")}
     df = results.df
     x = results.meta["x"]
     table = get(args.experiment).summary(results)
@@ -79,12 +82,14 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
         say(f"{int((df['status'] == SUSPECT).sum())} point(s) suspect: their figures are beyond what "
             "the device can do (column suspect says why); no conclusion rests on them")
     if not args.no_plot and "status" in df and (df["status"] == OK).any():
-        png = save_plot(results, out_dir / f"{args.experiment}.png")
+        with _saying_what_is_safe(f"{jsonl} and {paths['csv']} hold every finished point; "
+                                  f"'pyclperf report {jsonl}' draws the figure again"):
+            png = save_plot(results, out_dir / f"{args.experiment}.png")
         if png is not None:
             paths["png"] = Path(png)
     for kind, p in paths.items():
         say(f"wrote {p}")
-    say(f"wrote {out_dir / (args.experiment + '.jsonl')}")
+    say(f"wrote {jsonl}")
     if args.json:
         print(json.dumps([_plain(r) for r in results.rows]))
     if results.meta.get("interrupted"):
@@ -96,6 +101,19 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
         print(f"{failed} point(s) did not pass: see the 'status' and 'error' columns", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _saying_what_is_safe(safe: str) -> Iterator[None]:
+    """A file written after the run's record that cannot be written (a full disk) is named,
+    with what is already safe."""
+    from ..measure.writer import ResultsWriteError
+
+    try:
+        yield
+    except ResultsWriteError as exc:
+        exc.detail = f"{exc.detail}; {safe}" if exc.detail else safe
+        raise
 
 
 def _plain(row: dict[str, object]) -> dict[str, object]:

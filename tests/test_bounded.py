@@ -1,0 +1,121 @@
+"""A user's mistake never takes the machine down: a kernel launched far past its arrays costs
+one ``out of bounds`` row in seconds and bounded memory, and a worker that allocates past its
+memory ceiling costs one ``out of memory`` row, while the sweep goes on."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from pyclperf import KernelRunError, run_kernel, tune
+from pyclperf.measure.poison import guard_pattern
+from pyclperf.tuner import ceiling, overrun
+
+# A float4 writer without a bounds check: every work-item writes 16 bytes.
+WRITER = """__kernel void w4(__global float4* out) {
+    out[get_global_id(0)] = (float4)(1.0f, 2.0f, 3.0f, 4.0f); }"""
+# Low enough that padding or a scan in proportion to the launch is refused (PoCL's largest
+# allocation is a quarter of it), high enough for a PoCL worker (about 300 MiB of data here).
+CEILING = "512M"
+
+
+@pytest.fixture
+def host_memory_device(ctx):
+    if "CPU" not in str(ctx.info.type):
+        pytest.skip("the over-launch case on a GPU is benchmarks/bounded.py's to measure")
+    return ctx
+
+
+@pytest.mark.parametrize("items", [10**7, 10**8])
+def test_a_far_over_launch_is_out_of_bounds_in_seconds(host_memory_device, items):
+    out = np.zeros(4096, np.float32)
+    t0 = time.monotonic()
+    with pytest.raises(KernelRunError) as caught:
+        run_kernel(WRITER, "w4", items, [out], {"block_size_x": 64}, memory_limit=CEILING)
+    ran = time.monotonic() - t0
+    assert caught.value.status == "out of bounds", caught.value
+    assert "argument 0 ('out')" in str(caught.value) and "past the end" in str(caught.value)
+    assert ran < 10, f"{ran:.1f} s"
+
+    t0 = time.monotonic()
+    res = tune(WRITER, "w4", items, [out], {"block_size_x": [64]}, memory_limit=CEILING,
+               progress=False)
+    ran = time.monotonic() - t0
+    (row,) = res.rows
+    assert row["status"] == "out of bounds" and "argument 0 ('out')" in row["error"], row
+    assert ran < 10, f"{ran:.1f} s"
+
+
+def test_an_over_launch_within_the_room_is_measured_to_the_element(host_memory_device):
+    out = np.zeros(4096, np.float32)
+    with pytest.raises(KernelRunError) as caught:
+        run_kernel(WRITER, "w4", 10**6, [out], {"block_size_x": 64}, memory_limit=CEILING)
+    assert caught.value.status == "out of bounds"
+    # 10^6 float4 writes over 4096 floats: floats 4096 to 3999999 changed, and nothing after.
+    assert "3995904 elements past the end (elements 4096 to 3999999 changed" in str(caught.value)
+
+
+def test_past_the_memory_ceiling_is_out_of_memory_and_the_sweep_goes_on(ctx, rng):
+    n = 4096
+    src = "__kernel void twice(__global float* y, __global const float* x) {" \
+          " int i = get_global_id(0); if (i < 4096) y[i] = 2.0f * x[i]; }"
+    x = rng.standard_normal(n).astype(np.float32)
+
+    def output(config):
+        if config["GREEDY"] == 1:
+            hog = np.ones(1 << 30, np.uint8)  # 1 GiB, past the ceiling
+            hog[::4096] = 2
+        return np.zeros(n, np.float32)
+
+    res = tune(src, "twice", n, [output, x], {"block_size_x": [64], "GREEDY": [0, 1, 2]},
+               answer=[2 * x, None], memory_limit=CEILING, progress=False)
+    by = {r["GREEDY"]: r for r in res.rows}
+    assert by[1]["status"] == "out of memory", by[1]
+    assert "Unable to allocate 1.00 GiB" in by[1]["error"] and "512.0 MiB" in by[1]["error"]
+    assert by[0]["status"] == "ok" and by[2]["status"] == "ok", res.rows
+
+
+@pytest.mark.parametrize("item", [1, 2, 3, 4, 8, 12, 16])
+def test_the_room_scan_finds_what_a_whole_copy_finds(item, rng, monkeypatch):
+    monkeypatch.setattr(overrun, "CHUNK_BYTES", 4096)  # many chunks, and ends inside them
+    size = int(rng.integers(20_000, 60_000))
+    pattern = guard_pattern(int(rng.integers(0, 8)))
+    room = np.resize(pattern, size)
+    for start, length in rng.integers(0, size, (3, 2)):
+        room[start:start + length // 50 + 1] ^= 0x10  # a few runs of changed bytes
+    changed = np.flatnonzero(room != np.resize(pattern, size)) // item
+    elements = np.unique(changed)
+
+    def read(out, at):
+        out[:] = room[at:at + out.size]
+
+    hit = overrun.scan(read, size, item, pattern)
+    assert hit is not None
+    assert (hit.first, hit.last, hit.count) == (elements[0], elements[-1], elements.size)
+    untouched = overrun.scan(lambda out, at: read_pattern(out, at, pattern), size, item, pattern)
+    assert untouched is None
+
+
+def read_pattern(out, at, pattern):
+    out[:] = np.resize(np.roll(pattern, -(at % 4)), out.size)
+
+
+def test_the_fenced_room_grows_with_the_array_not_the_launch():
+    assert overrun.fenced_room(16384, 1_600_000_000) == overrun.FENCED_ROOM_MIN
+    assert overrun.fenced_room(1 << 30, 1 << 40) == 1 << 30
+    assert overrun.fenced_room(4096, 4096 + 100) == 100 and overrun.fenced_room(4096, 64) == 0
+
+
+@pytest.mark.parametrize("given, nbytes", [("512M", 512 << 20), ("2G", 2 << 30),
+                                           ("1.5GiB", 3 << 29), (1 << 30, 1 << 30), (None, None)])
+def test_a_memory_limit_is_read_as_bytes(given, nbytes):
+    assert ceiling.parse_limit(given) == nbytes
+
+
+@pytest.mark.parametrize("given", ["lots", True, 1000, float("nan"), "-2G"])
+def test_a_memory_limit_that_is_none_is_refused_in_one_line(given):
+    with pytest.raises(ValueError, match=r"^memory_limit=") as caught:
+        ceiling.parse_limit(given)
+    assert "\n" not in str(caught.value)
