@@ -1,4 +1,9 @@
-"""pyclperf report and compare, and the pytest plugin's assert_kernel."""
+"""pyclperf report and compare (a file's duplicated rows read the same by both, and by resume),
+and the pytest plugin's assert_kernel (its failures in one line)."""
+
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -76,3 +81,93 @@ def test_cli_says_when_the_host_clock_is_used(ctx, tmp_path, capsys, monkeypatch
     assert cli.main(["run", "offset", "--size", "4096", "--local-size", "64", "--repeats", "2",
                      "--method", "host", "--no-plot", "--out", str(tmp_path)]) == 0
     assert "timing: host clock (includes launch gap)" in capsys.readouterr().out
+
+
+THREE = ("__kernel void scale3(__global float* y, __global const float* x, const int n) {"
+         " int i = get_global_id(0); if (i < n) y[i] = 2.0f * x[i]; }")
+
+
+@pytest.mark.parametrize("mistake, args, cause", [
+    ("a wrong dtype", lambda y, x: [y.astype(np.float64), x, np.int32(256)],
+     "argument 0 ('y', global float*) holds float, but the array is float64; pass float32 "
+     "(e.g. a.astype(np.float32)) or change the kernel's type"),
+    ("a missing argument", lambda y, x: [y, x],
+     "kernel 'scale3' takes 3 argument(s) (y, x, n), got 2"),
+    ("np.int64 for int", lambda y, x: [y, x, np.int64(256)],
+     "argument 2 ('n', private int) takes one int; got 1 x int64 (use np.int32(...))"),
+])
+def test_assert_kernel_says_a_mistake_in_the_line_run_kernel_says_it(cl_ctx, rng, mistake, args,
+                                                                      cause):
+    x = rng.standard_normal(256).astype(np.float32)
+    given = args(np.empty(256, np.float32), x)
+    with pytest.raises(AssertionError) as caught:
+        assert_kernel(cl_ctx, THREE, "scale3", given, [2 * x] + [None] * (len(given) - 1), 256)
+    assert str(caught.value) == f"kernel 'scale3': invalid: {cause}", mistake
+    with pytest.raises(pyclperf.KernelRunError) as said:
+        pyclperf.run_kernel(THREE, "scale3", 256, given)
+    assert str(said.value) == f"invalid: {cause}"
+
+
+def test_a_failing_assert_kernel_shows_pytest_one_line(cl_ctx, tmp_path):
+    """Through pytest itself, as a user's test suite runs it: the cause, and no traceback of the
+    worker process or of pyclperf's insides."""
+    (tmp_path / "test_user.py").write_text(f"""
+import numpy as np
+from pyclperf.testing import assert_kernel
+SRC = {THREE!r}
+
+def test_scale(cl_ctx):
+    x = np.ones(256, np.float32)
+    assert_kernel(cl_ctx, SRC, "scale3", [np.empty(256, np.float64), x, np.int32(256)],
+                  [2 * x, None, None], 256)
+""")
+    env = {**os.environ,
+           "PYCLPERF_TEST_DEVICES": f"{cl_ctx.info.platform_index}:{cl_ctx.info.device_index}"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(tmp_path / "test_user.py")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    out = done.stdout
+    assert done.returncode == 1, out
+    assert ("E       AssertionError: kernel 'scale3': invalid: argument 0 ('y', global float*) "
+            "holds float, but the array is float64") in out, out
+    for inside in ("worker.py", "supervisor.py", "Traceback (most recent call last)", "run.py:"):
+        assert inside not in out, out
+
+
+def _doubled(results, path):
+    """``results`` written to ``path`` with every row twice, as a file copied onto its own end."""
+    results.to_json(path)
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines + lines[1:]))
+
+
+def test_duplicated_rows_are_collapsed_with_a_warning_by_every_reader(two_runs, tmp_path,
+                                                                      capsys, caplog):
+    a, b = two_runs
+    _doubled(a, tmp_path / "a.jsonl")
+    b.to_json(tmp_path / "b.jsonl")
+    loaded = pyclperf.Results.load(tmp_path / "a.jsonl")
+    assert [r["offset"] for r in loaded.rows] == [0, 1, 2]
+    warning = "3 rows repeat an earlier row exactly; each such row is counted once"
+    assert loaded.meta["load_warnings"] == [f"{tmp_path / 'a.jsonl'}: {warning}"]
+    # compare and report read it the same way: one row per point, and the warning said.
+    assert cli.main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]) == 0
+    assert len(compare(loaded, b)) == 3
+    assert cli.main(["report", str(tmp_path / "a.jsonl"), "--out", str(tmp_path / "rep")]) == 0
+    said = [r.getMessage() for r in caplog.records]
+    assert said.count(f"{tmp_path / 'a.jsonl'}: {warning}") == 3, said
+    capsys.readouterr()
+
+
+def test_a_resumed_file_with_duplicated_rows_runs_nothing_twice(ctx, tmp_path, rng, caplog):
+    x = rng.standard_normal(256).astype(np.float32)
+    job = dict(ctx=ctx, answer=[2 * x, None], min_time=0.0, min_repeats=2, max_repeats=2,
+               warmup=0, progress=False, out=tmp_path / "t.jsonl")
+    first = pyclperf.tune(SCALE, "scale", 256, [np.zeros(256, np.float32), x],
+                          {"block_size_x": [32, 64]}, **job)
+    _doubled(first, tmp_path / "t.jsonl")
+    again = pyclperf.tune(SCALE, "scale", 256, [np.zeros(256, np.float32), x],
+                          {"block_size_x": [32, 64, 128]}, **{**job, "out": tmp_path / "t.jsonl"})
+    assert [r["block_size_x"] for r in again.rows] == [32, 64, 128]
+    assert [r["timestamp"] for r in again.rows[:2]] == [r["timestamp"] for r in first.rows]
+    assert any("2 rows repeat an earlier row exactly" in r.getMessage() for r in caplog.records)

@@ -227,14 +227,69 @@ def test_tune_interrupted_then_resumed_is_marked_only_while_unfinished(job, tmp_
     with monkeypatch.context() as m:
         m.setattr(engine_tune, "measure", stop_at_third)
         cut = tune(**job, params=SPACE, out=out)
-    assert cut.meta["interrupted"] is True and len(cut.rows) == 2
+    # Two finished, and the third's row says the run stopped while it ran.
+    assert cut.meta["interrupted"] is True and len(cut.rows) == 3
+    assert [r["status"] for r in cut.rows] == ["ok", "ok", "stopped"]
     back = Results.load(out)
     assert back.meta["interrupted"] is True and configs(back.rows) == configs(cut.rows)
-    whole = tune(**job, params=SPACE, out=out)
+    whole = tune(**job, params=SPACE, out=out)  # the stopped one runs again
     assert "interrupted" not in Results.load(out).meta and len(whole.rows) == 16
+    assert len(Results.load(out).rows) == 16 and all(r["status"] == "ok" for r in whole.rows)
     # A resume with nothing left to run still ends the file's interrupted mark.
     with ResultsWriter(out, {}, append=True) as w:
         w.close(interrupted=True)
     assert Results.load(out).meta["interrupted"] is True
     tune(**job, params=SPACE, out=out)
-    assert "interrupted" not in Results.load(out).meta and len(whole_rows(out)) == 16
+    # The file keeps the stopped row too, which its configuration's finished row supersedes.
+    assert "interrupted" not in Results.load(out).meta and len(whole_rows(out)) == 17
+
+
+def test_cli_run_says_which_file_a_full_disk_refused_and_what_is_safe(on_device, tmp_path,
+                                                                      monkeypatch, capsys):
+    """The figure, written after the record and the CSV, finds the disk full: the message names
+    it, says the record and the table are whole and what to do; the old figure stays."""
+    from matplotlib.figure import Figure
+
+    def full_disk(self, fname, *a, **k):
+        with open(fname, "wb") as f:
+            f.write(b"\x89PNG\r\n")  # the start of it got in
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    (tmp_path / "offset.png").write_bytes(b"an older figure")
+    monkeypatch.setattr(Figure, "savefig", full_disk)
+    args = [a for a in RUN if a != "--no-plot"]
+    assert cli.main(["run", "offset", *args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().split("\r")[-1]
+    jsonl, csv, png = (tmp_path / f"offset.{kind}" for kind in ("jsonl", "csv", "png"))
+    assert err == (f"pyclperf: error: cannot write {png}: No space left on device; the file was "
+                   f"left as it was; {jsonl} and {csv} hold every finished point; 'pyclperf "
+                   f"report {jsonl}' draws the figure again; free space there (or choose another "
+                   "--out) and run it again")
+    assert png.read_bytes() == b"an older figure" and not (tmp_path / "offset.png.new").exists()
+    assert len(Results.load(jsonl).rows) == len(csv.read_text().splitlines()) - 1 > 0
+
+
+def test_a_full_disk_for_the_csv_keeps_the_old_table(ctx, tmp_path, monkeypatch):
+    res = pyclperf.run("offset", ctx, size=4096, local_size=64, values=[0], repeats=2)
+    csv = tmp_path / "o.csv"
+    csv.write_text("an older table\n")
+    _enospc_after(monkeypatch, tmp_path / "o.csv.new", 10)
+    import pandas as pd
+
+    real = pd.DataFrame.to_csv
+
+    def through_os_write(self, path, **k):  # pandas writes through its own buffers: make it
+        text = real(self, None, **k).encode()  # pass through os.write, which fails as a disk
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            os.write(fd, text[:10])
+            os.write(fd, text[10:])
+        finally:
+            os.close(fd)
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", through_os_write)
+    with pytest.raises(ResultsWriteError, match="No space left") as caught:
+        res.to_csv(csv)
+    assert str(caught.value).startswith(f"cannot write {csv}: No space left on device; the file "
+                                        "was left as it was")
+    assert csv.read_text() == "an older table\n" and not (tmp_path / "o.csv.new").exists()

@@ -125,7 +125,12 @@ def test_time_limit_bounds_the_whole_run_even_while_a_kernel_hangs(ctx):
     res = tune(SPIN, "spin", 64, [np.empty(64, np.float32), np.int32(1)],
                {"block_size_x": [16, 32, 64]}, ctx=ctx, time_limit=2, **FAST)
     assert time.monotonic() - t0 < 2 + 2 + 10
-    assert res.rows == [] and res.meta.get("stopped") == "time_limit"
+    # The configuration the limit cut short has its row, saying so; the stop says why.
+    (row,) = res.rows
+    assert row["status"] == "stopped" and row["block_size_x"] == 16 and row["ran_s"] > 1
+    assert row["error"].startswith("stopped by the 2 s time limit after it ran ")
+    assert res.meta["stop"]["reason"] == ("stopped by the 2 s time limit while configuration "
+                                          "block_size_x=16 ran; 0 of 3 configurations finished")
 
 
 def test_ctrl_c_during_a_hung_kernel_returns_at_once_with_the_finished_rows(ctx, tmp_path):
@@ -165,9 +170,14 @@ def test_ctrl_c_during_a_hung_kernel_returns_at_once_with_the_finished_rows(ctx,
     assert sent, "the first configuration's row never reached the results file"
     assert time.monotonic() - sent[0] < 2
     assert res.meta.get("interrupted") is True
-    assert [r["status"] for r in res.rows] == ["ok"]
+    assert [r["status"] for r in res.rows] == ["ok", "stopped"]
+    assert res.rows[1]["error"].startswith("stopped by Ctrl-C after it ran ")
     kept = pyclperf.Results.load(out)
-    assert [r["SPIN"] for r in kept.rows] == [0]
+    assert [(r["SPIN"], r["status"]) for r in kept.rows] == [(0, "ok"), (1, "stopped")]
+    assert kept.meta["interrupted"] is True and kept.meta["stop"] == res.meta["stop"]
+    assert kept.meta["stop"]["reason"] == ("stopped by Ctrl-C while configuration "
+                                           "SPIN=1,block_size_x=64 ran; 1 of 2 configurations "
+                                           "finished")
     del src
 
 
