@@ -22,6 +22,7 @@ import argparse
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -161,9 +162,8 @@ def main() -> int:
     print(f"  worker peak RSS there {cc['worker_peak_rss_bytes'] / GiB:.2f} GiB; next sweep ok: "
           f"{cc['next_sweep_ok']}; an ordinary sweep under 2G ok: "
           f"{out['ordinary_sweep_under_2G_ok']}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+    if args.json:  # the record, beside what was printed
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
 
