@@ -129,8 +129,8 @@ def ceiling_case(device: str) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default="nvidia")
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--device", default="nvidia", help="a pyclperf device spec (default nvidia)")
+    ap.add_argument("--json", default=None, metavar="FILE", help="also write the record here")
     args = ap.parse_args()
     ctx = pyclperf.Context(args.device)
     out: dict[str, Any] = {"device": ctx.info.name, "driver": ctx.info.driver_version,
