@@ -119,3 +119,26 @@ def test_a_memory_limit_that_is_none_is_refused_in_one_line(given):
     with pytest.raises(ValueError, match=r"^memory_limit=") as caught:
         ceiling.parse_limit(given)
     assert "\n" not in str(caught.value)
+
+
+def test_a_worker_that_dies_of_a_refused_allocation_is_out_of_memory(ctx):
+    """A C++ library that cannot catch a refused allocation aborts, as the runtime does after an
+    uncaught std::bad_alloc (stood in for here by its words and abort()): the row says out of
+    memory, not crashed, and the next configuration runs in a fresh worker."""
+    import os
+
+    n = 256
+    src = "__kernel void one(__global float* y) { y[get_global_id(0)] = 1.0f; }"
+
+    def output(config):
+        if config["DIE"] == 1:
+            os.write(2, b"terminate called after throwing an instance of 'std::bad_alloc'\n")
+            os.abort()
+        return np.zeros(n, np.float32)
+
+    res = tune(src, "one", n, [output], {"block_size_x": [64], "DIE": [0, 1, 2]},
+               answer=[np.ones(n, np.float32)], memory_limit=CEILING, progress=False)
+    by = {r["DIE"]: r for r in res.rows}
+    assert by[1]["status"] == "out of memory" and "SIGABRT" in by[1]["error"], by[1]
+    assert "std::bad_alloc" in by[1]["error"] and "512.0 MiB" in by[1]["error"]
+    assert by[0]["status"] == by[2]["status"] == "ok", res.rows

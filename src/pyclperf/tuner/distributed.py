@@ -45,7 +45,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from ..device.devices import ENV_VAR, list_devices, select_device
 from ..measure.results import CRASHED, INVALID
-from . import remote
+from . import ceiling, remote
 from .measure import Job
 from .space import Config, config_key
 
@@ -62,18 +62,21 @@ WAIT_FOR_WORKERS_S = 30.0
 
 
 class DevicePin(WorkerPlugin):
-    """Pins each worker of a cluster pyclperf started to its device, by worker name; Dask runs
-    it again on a worker that was restarted after a crash."""
+    """Pins each worker of a cluster pyclperf started to its device, by worker name, and sets
+    its memory ceiling (ceiling.py); Dask runs it again on a worker that was restarted after a
+    crash."""
 
     name = "pyclperf-device-pin"
 
-    def __init__(self, assign: dict[str, str]) -> None:
+    def __init__(self, assign: dict[str, str], memory_limit: int | None = None) -> None:
         self.assign = assign
+        self.memory_limit = memory_limit
 
     def setup(self, worker: Any) -> None:
         spec = self.assign.get(str(worker.name))
         if spec is not None:
             os.environ[ENV_VAR] = spec
+        ceiling.apply(self.memory_limit)
 
 
 def device_specs(devices: Any) -> list[str]:
@@ -214,14 +217,20 @@ class Fleet:
             time.sleep(0.2)
 
     @classmethod
-    def open(cls, devices: Any = None, client: Any = None) -> "Fleet":
-        if client is not None:
+    def open(cls, devices: Any = None, client: Any = None,
+             memory_limit: int | None = None) -> "Fleet":
+        if client is not None:  # a cluster of the caller's: its workers' limits are theirs
             return cls(client)
-        return cls.local(device_specs(devices))
+        return cls.local(device_specs(devices), memory_limit)
 
     @classmethod
-    def local(cls, specs: Sequence[str]) -> "Fleet":
-        """A LocalCluster on this host: one single-threaded worker process per device spec."""
+    def local(cls, specs: Sequence[str], memory_limit: int | None = None) -> "Fleet":
+        """A LocalCluster on this host: one single-threaded worker process per device spec,
+        each holding at most ``memory_limit`` bytes (by default, an equal share of the default
+        ceiling: ceiling.py)."""
+        share = memory_limit if memory_limit is not None else ceiling.resolve(None)
+        if memory_limit is None and share is not None:
+            share = max(ceiling.FLOOR, share // len(specs))
         with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
             cluster = LocalCluster(n_workers=len(specs), processes=True, threads_per_worker=1,
                                    resources={RESOURCE: 1}, host="127.0.0.1",
@@ -231,7 +240,7 @@ class Fleet:
                                    scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"})
         client = Client(cluster)
         try:
-            client.register_plugin(DevicePin({str(i): s for i, s in enumerate(specs)}))
+            client.register_plugin(DevicePin({str(i): s for i, s in enumerate(specs)}, share))
             return cls(client, cluster)
         except BaseException:
             client.close()

@@ -178,7 +178,8 @@ def tune(
       default 10x the slowest so far, at least 30 s. ``memory_limit`` bounds the private memory
       a worker may hold (bytes, or text such as "2G"; by default 75% of the memory available
       when it starts): an allocation past it is refused, so the configuration that made it is
-      ``out of memory`` and the machine is never exhausted (tuner/ceiling.py). ``isolate=False``
+      ``out of memory`` and the machine is never exhausted (tuner/ceiling.py; on ``devices=``,
+      each Dask worker pyclperf starts holds a share). ``isolate=False``
       runs in this process, unprotected: a kernel that corrupts memory can take it down.
     * Residency and conditions: each row records its working set beside the device's cache,
       the compulsory traffic and the GB/s it implies; ``cold=True`` flushes the caches before
@@ -255,7 +256,7 @@ def tune(
     if distributed:
         from .distributed import Fleet  # lazily: only this path needs Dask
 
-        fleet = Fleet.open(devices, client)
+        fleet = Fleet.open(devices, client, limit)
         ctx = fleet.view
         job.forget_args()
     elif supervised:
