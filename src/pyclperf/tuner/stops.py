@@ -12,16 +12,16 @@ A sweep stops early when its time limit runs out, when Ctrl-C arrives, or when S
   block_size_x=64 ran; 0 of 12 configurations finished".
 
 During a sweep in the main thread, SIGTERM stops it as Ctrl-C does (where no handler of the
-program's own is installed), so the file records it and tune() returns what finished.
+program's own is installed: Flight.take_sigterm), so the file records it and tune() returns
+what finished.
 """
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import threading
 import time
-from typing import Any, Iterator
+from typing import Any
 
 from ..measure.results import STOPPED
 from .space import Config, config_key
@@ -39,24 +39,16 @@ def _terminate(signum: int, frame: Any) -> None:
     raise Terminated
 
 
-@contextlib.contextmanager
-def sigterm_stops() -> Iterator[None]:
-    """Inside the block, SIGTERM raises Terminated, in the main thread where SIGTERM still has
-    its default action (a program that handles it keeps its own handler); nothing elsewhere."""
-    if threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        yield
-        return
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def cause_of(exc: BaseException) -> str:
     """The stop a KeyboardInterrupt stands for."""
     return SIGTERM if isinstance(exc, Terminated) else CTRL_C
+
+
+def finished(results: Any) -> Any:
+    """``results`` (a file a run resumes) without its ``stopped`` rows: those configurations
+    did not finish, so the resumed run runs them again."""
+    results.rows = [r for r in results.rows if r.get("status") != STOPPED]
+    return results
 
 
 def _by(cause: str, time_limit: float | None) -> str:
@@ -83,6 +75,21 @@ class Flight:
         self.config: Config | None = None
         self.since = 0.0
         self.ran = 0  # configurations this run finished
+        self._sigterm_taken = False
+
+    def take_sigterm(self) -> None:
+        """From now on SIGTERM raises Terminated, in the main thread where SIGTERM still has its
+        default action (a program that handles it keeps its own handler); nothing elsewhere."""
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _terminate)
+            self._sigterm_taken = True
+
+    def give_back_sigterm(self) -> None:
+        """SIGTERM's default action again, where take_sigterm changed it."""
+        if self._sigterm_taken:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            self._sigterm_taken = False
 
     def begin(self, config: Config) -> None:
         self.config, self.since = config, time.monotonic()

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..measure.results import INVALID, STOPPED, TIMEOUT, Results
+from ..measure.results import INVALID, TIMEOUT, Results
 from ..measure.sweep import RowStream, base_meta
 from . import fingerprint as fp
 from ..device.clock_lock import locked_clocks
@@ -166,11 +166,11 @@ def tune(
       file continues only if every defining input (source, options, parameter names,
       arguments, answer, launch geometry, restrictions, device, driver, version) is unchanged.
       ``cache``: the same rows in Kernel Tuner's cache format. Ctrl-C (or SIGTERM) returns the
-      finished rows with ``meta["interrupted"]``; a stop by Ctrl-C, SIGTERM or ``time_limit``
-      gives the configuration then running a ``stopped`` row (run again on resume), and
-      ``meta["stop"]`` and the file's end record say why (tuner/stops.py). A file that cannot be written
-      (a full disk) stops the sweep with ``pyclperf.ResultsWriteError`` (an OSError): the file
-      keeps every whole row written, and the error's ``results`` holds the same rows.
+      finished rows with ``meta["interrupted"]``; a stop by either or by ``time_limit`` gives
+      the configuration then running a ``stopped`` row (run again on resume), and
+      ``meta["stop"]`` and the file's end record say why (tuner/stops.py). A file that cannot
+      be written (a full disk) stops the sweep with ``pyclperf.ResultsWriteError`` (an
+      OSError): the file keeps every whole row written; the error's ``results`` the same rows.
     * Supervision (``isolate=True``, the default): the kernel runs in a worker process that
       holds the context and buffers, so a configuration that crashes, corrupts memory or hangs
       costs its own row (``crashed``, ``out of bounds``, ``timeout``), never this process.
@@ -179,8 +179,8 @@ def tune(
       a worker may hold (bytes, or text such as "2G"; by default 75% of the memory available
       when it starts): an allocation past it is refused, so the configuration that made it is
       ``out of memory`` and the machine is never exhausted (tuner/ceiling.py; on ``devices=``,
-      each Dask worker pyclperf starts holds a share). ``isolate=False``
-      runs in this process, unprotected: a kernel that corrupts memory can take it down.
+      each Dask worker pyclperf starts holds a share). ``isolate=False`` runs in this process,
+      unprotected: a kernel that corrupts memory can take it down.
     * Residency and conditions: each row records its working set beside the device's cache,
       the compulsory traffic and the GB/s it implies; ``cold=True`` flushes the caches before
       every timed launch (outside the timed events), so a working set that fits in the cache
@@ -298,9 +298,7 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
     if out is not None and resume and Path(out).is_file():
         done = fp.check_resume(Path(out), defining)
         append = True
-    previous = Results.load(out) if append else None  # type: ignore[arg-type]
-    if previous is not None:  # a configuration a stop cut short is run again
-        previous.rows = [r for r in previous.rows if r.get("status") != STOPPED]
+    previous = stops.finished(Results.load(out)) if append else None  # type: ignore[arg-type]
 
     kt = None
     if cache is not None:  # Kernel Tuner's cache file beside (or instead of) the JSON lines
@@ -361,37 +359,38 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
     configs.on_failed = invalid  # those a big space's walk meets, as it meets them
     flight = stops.Flight(stream, todo, len(told) + todo, time_limit)  # what a stop records
     try:
-        with stops.sigterm_stops():
-            for config, why in failed:
-                invalid(config, why)
-            if fleet is not None:
-                # Tasks sent, chunks a dead worker split, seconds the workers measured: for the
-                # returned Results only (the file's header was written before the sweep began).
-                stream.results.meta["dask"] = fleet.sweep(job, search, strategy, done, finish,
-                                                          todo, stream.batch)
-            started = time.monotonic()
-            while fleet is None and (config := search.ask()) is not None:
-                if config_key(config) in done:
-                    continue
-                flight.begin(config)
-                if sup is None:
-                    finish(config, measure(job, config))
-                    continue
-                left = None if time_limit is None else float(time_limit) - (time.monotonic() - started)
-                if left is not None and left <= 0:
-                    flight.land(finished=False)
-                    break
-                own = sup.limit(timeout)
-                row = sup.measure(config, timeout, cap=left)
-                if row["status"] == TIMEOUT and left is not None and left < own:
-                    break  # cut by the run's time limit: its row says so (flight.stop)
-                finish(config, row)
-            if flight.cut_short():
-                flight.stop(stops.TIME_LIMIT)
+        flight.take_sigterm()
+        for config, why in failed:
+            invalid(config, why)
+        if fleet is not None:
+            # Tasks sent, chunks a dead worker split, seconds the workers measured: for the
+            # returned Results only (the file's header was written before the sweep began).
+            stream.results.meta["dask"] = fleet.sweep(job, search, strategy, done, finish, todo,
+                                                      stream.batch)
+        started = time.monotonic()
+        while fleet is None and (config := search.ask()) is not None:
+            if config_key(config) in done:
+                continue
+            flight.begin(config)
+            if sup is None:
+                finish(config, measure(job, config))
+                continue
+            left = None if time_limit is None else float(time_limit) - (time.monotonic() - started)
+            if left is not None and left <= 0:
+                flight.land(finished=False)
+                break
+            own = sup.limit(timeout)
+            row = sup.measure(config, timeout, cap=left)
+            if row["status"] == TIMEOUT and left is not None and left < own:
+                break  # cut by the run's time limit: its row says so (flight.stop)
+            finish(config, row)
+        if flight.cut_short():
+            flight.stop(stops.TIME_LIMIT)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (stops.Terminated)
         stream.results.meta["interrupted"] = True
         flight.stop(stops.cause_of(exc))
     finally:
+        flight.give_back_sigterm()
         getattr(search, "close", lambda: None)()
         stream.close()
         job.arguments.release()

@@ -34,9 +34,10 @@ from . import channel
 from ..measure.results import INVALID, OUT_OF_MEMORY
 
 # Statuses after which this process is not trusted with another configuration: the driver
-# may keep an error for the life of the process (CUDA does after an illegal address), and a
-# write past a guard zone may have landed in memory the next configuration uses.
-TAINTING = ("launch failed", "crashed")
+# may keep an error for the life of the process (CUDA does after an illegal address), a write
+# past a guard zone may have landed in memory the next configuration uses, and a refused
+# allocation may have left a library half way.
+TAINTING = ("launch failed", "crashed", OUT_OF_MEMORY)
 
 
 def _die_with_parent() -> None:
@@ -147,7 +148,6 @@ class Server:
 
         row = measure(self.job, config)
         tainted = row.get("status") in TAINTING or bool(self.job.arguments.escaped)
-        tainted |= row.get("status") == OUT_OF_MEMORY  # a fresh process for the next one
         return ("row", row, tainted)
 
     def extent(self, config: dict[str, Any], guard_bytes: int) -> tuple[Any, ...]:
