@@ -108,6 +108,10 @@ HOSTILE = [
     ({"problem_size": [64, 0]}, "spec: problem_size: must be a positive integer or a list of 1 "
                                 "to 3 positive integers"),
     ({"timeout": 0}, "spec: timeout: must be more than 0, not 0"),
+    ({"memory_limit": "lots"}, "spec: memory_limit: 'lots': give bytes (a number) or text such "
+                               "as '512M', '2G' or '1.5GiB'"),
+    ({"memory_limit": 4096}, "spec: memory_limit: 4096: a worker needs at least 64 MiB to start"),
+    ({"memory_limit": [1]}, "spec: memory_limit: "),
     ({"seed": 2 ** 32}, "spec: seed: must be at most 4294967295, not 4294967296"),
     ({"iterations": 2 ** 40}, "spec: iterations: must be at most 2147483647"),
     ({"max_fevals": 5.0}, "spec: max_fevals: must be an integer, not 5.0"),
@@ -162,6 +166,7 @@ def test_outputs_must_be_writable_files(tmp_path: Path, capsys) -> None:
     (["--max-fevals", "-1"], "spec: --max-fevals: must be at least 0, not -1"),
     (["--timeout", "nan"], "spec: --timeout: NaN is not a number a spec may hold"),
     (["--timeout", "0"], "spec: --timeout: must be more than 0, not 0.0"),
+    (["--memory-limit", "2X"], "spec: --memory-limit: '2X': give bytes (a number) or text"),
     (["--time-limit=-inf"], "spec: --time-limit: -Infinity is not a number"),
     (["--strategy", "genetic"], 'spec: --strategy: must be one of "auto", "brute_force"'),
     (["--max-fevals", "lots"], "tune: argument --max-fevals: invalid int value: 'lots'"),
@@ -213,3 +218,10 @@ def test_a_refusal_from_the_real_run_is_one_line_too(tmp_path: Path, capsys, mon
     rc, _, err = run_cli(["tune", str(spec_file(tmp_path, changed(out=None, cache=None)))], capsys)
     assert rc == 2 and err == ("pyclperf: error: [Errno 13] Permission denied: "
                                "'/somewhere/results.jsonl'\n")
+
+
+def test_a_memory_limit_reaches_tune(tmp_path: Path) -> None:
+    spec = parse_spec(spec_file(tmp_path, changed(memory_limit="1G")), allocate=False)
+    assert spec.kwargs["memory_limit"] == "1G"
+    spec = parse_spec(spec_file(tmp_path, changed()), {"memory_limit": "768M"}, allocate=False)
+    assert spec.kwargs["memory_limit"] == "768M"
