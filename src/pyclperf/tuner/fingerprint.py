@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import types
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -73,6 +73,32 @@ LABELS = {
 def fingerprint(parts: Mapping[str, Any]) -> dict[str, str]:
     """One digest per defining input; ``parts`` maps each key of LABELS to its value."""
     return {key: digest(parts[key]) for key in LABELS}
+
+
+def defining(job: Any, params: Mapping[str, Any], restrictions: Sequence[Any],
+             ctx: Any) -> dict[str, str]:
+    """The digests of what defines tune()'s rows for ``job`` (a tuner.measure.Job) on ``ctx``'s
+    device: a results file resumes only while they all hold."""
+    from .._version import __version__
+
+    v = job.verification
+    g = job.geometry
+    info = ctx.info
+    return fingerprint({
+        "source": job.source, "kernel": job.kernel_name, "options": job.options,
+        "param_names": list(params), "arguments": list(job.args),
+        "verification": [v.answer, v.reference, v.verify, v.rtol, v.atol],
+        "launch": [g.problem_size, g.global_size, list(g.grid_div), list(g.block_size_names)],
+        "restrictions": list(restrictions),
+        # The clock is named only where it was chosen: "auto" follows the device and driver,
+        # which the fingerprint holds already (and files written before the choice existed
+        # timed by events there, as "auto" does on a sound clock).
+        "handling": [job.poison if not isinstance(job.poison, bool) else bool(job.poison),
+                     list(job.inout), job.pinned, job.reset_outputs]
+                    + ([job.method] if job.method != "auto" else []),
+        "device": [info.name, info.platform_name, info.driver_version],
+        "version": __version__,
+    })
 
 
 def check_resume(path: Path, defining: dict[str, str]) -> set[str]:

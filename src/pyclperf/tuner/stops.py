@@ -12,7 +12,7 @@ A sweep stops early when its time limit runs out, when Ctrl-C arrives, or when S
   block_size_x=64 ran; 0 of 12 configurations finished".
 
 During a sweep in the main thread, SIGTERM stops it as Ctrl-C does (where no handler of the
-program's own is installed: Flight.take_sigterm), so the file records it and tune() returns
+program's own is installed; a Flight takes it and gives it back), so the file records it and tune() returns
 what finished.
 """
 
@@ -75,15 +75,12 @@ class Flight:
         self.config: Config | None = None
         self.since = 0.0
         self.ran = 0  # configurations this run finished
-        self._sigterm_taken = False
-
-    def take_sigterm(self) -> None:
-        """From now on SIGTERM raises Terminated, in the main thread where SIGTERM still has its
-        default action (a program that handles it keeps its own handler); nothing elsewhere."""
-        if threading.current_thread() is threading.main_thread() \
-                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        # From now on SIGTERM raises Terminated, in the main thread where SIGTERM still has its
+        # default action (a program that handles it keeps its own handler); nothing elsewhere.
+        self._sigterm_taken = (threading.current_thread() is threading.main_thread()
+                               and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+        if self._sigterm_taken:
             signal.signal(signal.SIGTERM, _terminate)
-            self._sigterm_taken = True
 
     def give_back_sigterm(self) -> None:
         """SIGTERM's default action again, where take_sigterm changed it."""
@@ -94,16 +91,22 @@ class Flight:
     def begin(self, config: Config) -> None:
         self.config, self.since = config, time.monotonic()
 
-    def land(self, finished: bool = True) -> None:
-        """The configuration in flight finished (or, not ``finished``, never started)."""
-        self.ran += bool(finished)
+    def land(self) -> None:
+        """The configuration in flight finished."""
+        self.ran += 1
         self.config = None
 
-    def cut_short(self) -> bool:
-        """Whether the time limit ended the sweep: a configuration was stopped by it, or it ran
-        out with configurations left to run."""
+    def time_limit_passed(self) -> None:
+        """At the sweep's end: record a stop by the time limit where it ended the sweep (it
+        stopped a configuration, or ran out with configurations left to run)."""
         over = self.time_limit is not None and time.monotonic() - self.started >= self.time_limit
-        return self.config is not None or (over and self.ran < self.todo)
+        if self.config is not None or (over and self.ran < self.todo):
+            self.stop(TIME_LIMIT)
+
+    def interrupted(self, exc: BaseException) -> None:
+        """Record a stop by Ctrl-C or SIGTERM (``exc``): the results say they were interrupted."""
+        self.stream.results.meta["interrupted"] = True
+        self.stop(cause_of(exc))
 
     def stop(self, cause: str) -> None:
         """Record a stop by ``cause``: the row of the configuration in flight, and the stop in

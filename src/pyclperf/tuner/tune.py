@@ -20,39 +20,14 @@ from ..measure.sweep import RowStream, base_meta
 from . import fingerprint as fp
 from ..device.clock_lock import locked_clocks
 from ..measure import timing_policy
-from . import stops, supervisor
+from . import ceiling, stops, supervisor
 from .declared import kernel_parameter_names
-from .ceiling import parse_limit
 from .inputs import check_kind, load_source, options_text, static_checks, supervise
 from .measure import Job, measure
 from .objectives import Objectives
 from .searchspace import Space
 from .space import Config, Divisor, Geometry, compile_divisors, config_key
 from .verification import Verification
-
-
-def _defining(job: Job, params: Mapping[str, Any], restrictions: Sequence[Any],
-              ctx: Any) -> dict[str, str]:
-    from .._version import __version__
-
-    v = job.verification
-    g = job.geometry
-    info = ctx.info
-    return fp.fingerprint({
-        "source": job.source, "kernel": job.kernel_name, "options": job.options,
-        "param_names": list(params), "arguments": list(job.args),
-        "verification": [v.answer, v.reference, v.verify, v.rtol, v.atol],
-        "launch": [g.problem_size, g.global_size, list(g.grid_div), list(g.block_size_names)],
-        "restrictions": list(restrictions),
-        # The clock is named only where it was chosen: "auto" follows the device and driver,
-        # which the fingerprint holds already (and files written before the choice existed
-        # timed by events there, as "auto" does on a sound clock).
-        "handling": [job.poison if not isinstance(job.poison, bool) else bool(job.poison),
-                     list(job.inout), job.pinned, job.reset_outputs]
-                    + ([job.method] if job.method != "auto" else []),
-        "device": [info.name, info.platform_name, info.driver_version],
-        "version": __version__,
-    })
 
 
 def _harness_check(job: Job, configs: Space) -> None:
@@ -166,21 +141,16 @@ def tune(
       file continues only if every defining input (source, options, parameter names,
       arguments, answer, launch geometry, restrictions, device, driver, version) is unchanged.
       ``cache``: the same rows in Kernel Tuner's cache format. Ctrl-C (or SIGTERM) returns the
-      finished rows with ``meta["interrupted"]``; a stop by either or by ``time_limit`` gives
-      the configuration then running a ``stopped`` row (run again on resume), and
-      ``meta["stop"]`` and the file's end record say why (tuner/stops.py). A file that cannot
-      be written (a full disk) stops the sweep with ``pyclperf.ResultsWriteError`` (an
-      OSError): the file keeps every whole row written; the error's ``results`` the same rows.
+      finished rows with ``meta["interrupted"]``; every stop is recorded (tuner/stops.py). A
+      file that cannot be written (a full disk) stops the sweep with ``ResultsWriteError``: the
+      file keeps every whole row written, and the error's ``results`` holds the same rows.
     * Supervision (``isolate=True``, the default): the kernel runs in a worker process that
       holds the context and buffers, so a configuration that crashes, corrupts memory or hangs
       costs its own row (``crashed``, ``out of bounds``, ``timeout``), never this process.
       ``timeout`` bounds one configuration (build + verification + timing) in seconds; by
-      default 10x the slowest so far, at least 30 s. ``memory_limit`` bounds the private memory
-      a worker may hold (bytes, or text such as "2G"; by default 75% of the memory available
-      when it starts): an allocation past it is refused, so the configuration that made it is
-      ``out of memory`` and the machine is never exhausted (tuner/ceiling.py; on ``devices=``,
-      each Dask worker pyclperf starts holds a share). ``isolate=False`` runs in this process,
-      unprotected: a kernel that corrupts memory can take it down.
+      default 10x the slowest so far, at least 30 s. ``memory_limit`` ("2G"): what a worker may
+      hold, past which a configuration is ``out of memory`` (tuner/ceiling.py). ``isolate=False``
+      runs in this process, unprotected: a kernel that corrupts memory can take it down.
     * Residency and conditions: each row records its working set beside the device's cache,
       the compulsory traffic and the GB/s it implies; ``cold=True`` flushes the caches before
       every timed launch (outside the timed events), so a working set that fits in the cache
@@ -230,7 +200,7 @@ def tune(
     supervised = bool(isolate) and not distributed
     if not distributed and not supervised:
         ctx = Context() if ctx is None else ctx
-    limit = parse_limit(memory_limit)
+    limit = ceiling.parse_limit(memory_limit)
     if supervised:
         supervisor.prestart(supervisor.device_spec(ctx), limit)
     if isinstance(restrictions, (str, bytes)) or callable(restrictions):
@@ -284,7 +254,7 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
            progress: bool | None, extra_meta: Mapping[str, Any], goals: Objectives) -> Results:
     """tune()'s sweep once its inputs are checked: here (fleet None) or on a Dask fleet."""
     from . import strategies
-    defining = _defining(job, space, list(restrictions), ctx)
+    defining = fp.defining(job, space, list(restrictions), ctx)
     meta = base_meta(ctx, experiment=f"tune:{kernel_name}", kernel=kernel_name,
                      params={k: list(v) for k, v in space.items()},
                      tune_params={k: list(v) for k, v in space.items()}, options=job.options,
@@ -359,7 +329,6 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
     configs.on_failed = invalid  # those a big space's walk meets, as it meets them
     flight = stops.Flight(stream, todo, len(told) + todo, time_limit)  # what a stop records
     try:
-        flight.take_sigterm()
         for config, why in failed:
             invalid(config, why)
         if fleet is not None:
@@ -371,24 +340,21 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
         while fleet is None and (config := search.ask()) is not None:
             if config_key(config) in done:
                 continue
+            left = None if time_limit is None else float(time_limit) - (time.monotonic() - started)
+            if sup is not None and left is not None and left <= 0:
+                break
             flight.begin(config)
             if sup is None:
                 finish(config, measure(job, config))
                 continue
-            left = None if time_limit is None else float(time_limit) - (time.monotonic() - started)
-            if left is not None and left <= 0:
-                flight.land(finished=False)
-                break
             own = sup.limit(timeout)
             row = sup.measure(config, timeout, cap=left)
             if row["status"] == TIMEOUT and left is not None and left < own:
                 break  # cut by the run's time limit: its row says so (flight.stop)
             finish(config, row)
-        if flight.cut_short():
-            flight.stop(stops.TIME_LIMIT)
+        flight.time_limit_passed()
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (stops.Terminated)
-        stream.results.meta["interrupted"] = True
-        flight.stop(stops.cause_of(exc))
+        flight.interrupted(exc)
     finally:
         flight.give_back_sigterm()
         getattr(search, "close", lambda: None)()
