@@ -29,6 +29,7 @@ import numpy as np
 
 import pyclperf
 from pyclperf.tuner import ceiling, worker_process
+from pyclperf import Execution, Verify
 
 WRITER = """__kernel void w4(__global float4* out) {
     out[get_global_id(0)] = (float4)(1.0f, 2.0f, 3.0f, 4.0f); }"""
@@ -88,8 +89,15 @@ def over_launch(device: str, items: int, how: str) -> dict[str, Any]:
             return {"status": "no error", "error": ""}
     else:
         def call() -> dict[str, Any]:
-            res = pyclperf.tune(WRITER, "w4", items, [out], {"block_size_x": [64]}, ctx=ctx,
-                                progress=False)
+            res = pyclperf.tune(
+                WRITER,
+                "w4",
+                items,
+                [out],
+                {"block_size_x": [64]},
+                ctx=ctx,
+                execution=Execution(progress=False),
+            )
             return {"status": res.rows[0]["status"], "error": res.rows[0].get("error", "")}
     return {"items": items, "through": how, **measured(call)}
 
@@ -99,9 +107,16 @@ def ordinary_sweep(device: str, memory_limit: Any = None) -> bool:
     ctx = pyclperf.Context(device)
     n = 1 << 20
     x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
-    res = pyclperf.tune(TWICE, "twice", n, [np.zeros(n, np.float32), x, np.int32(n)],
-                        {"block_size_x": [64, 128, 256]}, ctx=ctx, answer=[2 * x, None, None],
-                        memory_limit=memory_limit, progress=False)
+    res = pyclperf.tune(
+        TWICE,
+        "twice",
+        n,
+        [np.zeros(n, np.float32), x, np.int32(n)],
+        {"block_size_x": [64, 128, 256]},
+        ctx=ctx,
+        verify=Verify(answer=[2 * x, None, None]),
+        execution=Execution(memory_limit=memory_limit, progress=False),
+    )
     return all(r["status"] == "ok" for r in res.rows)
 
 
@@ -117,9 +132,16 @@ def ceiling_case(device: str) -> dict[str, Any]:
         return np.zeros(n, np.float32)
 
     def call() -> dict[str, Any]:
-        res = pyclperf.tune(TWICE, "twice", n, [output, x, np.int32(n)],
-                            {"block_size_x": [64], "GREEDY": [0, 1, 2]}, ctx=ctx,
-                            answer=[2 * x, None, None], memory_limit="2G", progress=False)
+        res = pyclperf.tune(
+            TWICE,
+            "twice",
+            n,
+            [output, x, np.int32(n)],
+            {"block_size_x": [64], "GREEDY": [0, 1, 2]},
+            ctx=ctx,
+            verify=Verify(answer=[2 * x, None, None]),
+            execution=Execution(memory_limit="2G", progress=False),
+        )
         return {"rows": [{"GREEDY": r["GREEDY"], "status": r["status"],
                           "error": r.get("error", "")} for r in res.rows]}
 

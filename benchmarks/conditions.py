@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 import numpy as np
+from pyclperf import Execution, Launch, Timing, Verify
 
 COLUMNS = ("sm_clock_mhz", "mem_clock_mhz", "sm_clock_max_mhz", "power_w", "temperature_c",
            "energy_j", "throttle", "conditions")
@@ -68,9 +69,16 @@ def conditions_runs(ctx: Any) -> dict[str, Any]:
     out["bandwidth"] = _conditions(pyclperf.run("bandwidth", ctx, nbytes=256 << 20,
                                                 modes=["read"]).rows)
     x = np.random.default_rng().standard_normal(1 << 24).astype(np.float32)
-    res = pyclperf.tune(COPY, "copy", x.size // 4, [np.empty_like(x), x],
-                        {"block_size_x": [128, 256], "ITEMS": [1]}, ctx=ctx, answer=[x, None],
-                        progress=False)
+    res = pyclperf.tune(
+        COPY,
+        "copy",
+        x.size // 4,
+        [np.empty_like(x), x],
+        {"block_size_x": [128, 256], "ITEMS": [1]},
+        ctx=ctx,
+        verify=Verify(answer=[x, None]),
+        execution=Execution(progress=False),
+    )
     out["tune"] = _conditions(res.rows)
 
     busy = subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=60)],
@@ -93,10 +101,18 @@ def _copy(ctx: Any, per_array: int, cold: bool) -> dict[str, Any]:
     x = np.random.default_rng().standard_normal(per_array // 4).astype(np.float32)
     n4 = x.size // 4
     items = [k for k in ITEMS if n4 % (k * BLOCK) == 0] or [1]
-    res = pyclperf.tune(COPY, "copy", n4, [np.empty_like(x), x],
-                        {"block_size_x": [BLOCK], "ITEMS": items}, ctx=ctx, answer=[x, None],
-                        global_size=lambda c: (n4 // c["ITEMS"],), cold=cold, min_time=0.2,
-                        max_repeats=2000, progress=False)
+    res = pyclperf.tune(
+        COPY,
+        "copy",
+        n4,
+        [np.empty_like(x), x],
+        {"block_size_x": [BLOCK], "ITEMS": items},
+        ctx=ctx,
+        launch=Launch(global_size=lambda c: (n4 // c["ITEMS"],)),
+        verify=Verify(answer=[x, None]),
+        timing=Timing(cold=cold, min_time=0.2, max_repeats=2000),
+        execution=Execution(progress=False),
+    )
     ok = [r for r in res.rows if r["status"] == "ok" and r.get("compulsory_gbps")]
     if not ok:
         bad = res.rows[0] if res.rows else {}

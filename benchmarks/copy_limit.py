@@ -21,6 +21,7 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+from pyclperf import Execution, Launch, Timing, Verify
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -77,28 +78,54 @@ def tune_copies(ctx: Any, nbytes: int, quick: bool) -> pyclperf.Results:
         ("vector_copy_staged", {"ELEMENT": ["float4", "float8"], "PER_ITEM": [2, 4, 8]}),
     ):
         res = pyclperf.tune(
-            "vector.cl", kernel, nbytes, [dst, src], {**params, "block_size_x": blocks}, ctx=ctx,
-            global_size=lambda c: [nbytes // (WIDTH[c["ELEMENT"]] * c["PER_ITEM"])],
-            answer=[src, None], metrics={"GB/s": lambda c, s: 2 * nbytes / s / 1e9},
-            min_time=0.05, progress=False)
+            "vector.cl",
+            kernel,
+            nbytes,
+            [dst, src],
+            {**params, "block_size_x": blocks},
+            ctx=ctx,
+            metrics={"GB/s": lambda c, s: 2 * nbytes / s / 1e9},
+            launch=Launch(global_size=lambda c: [nbytes // (WIDTH[c["ELEMENT"]] * c["PER_ITEM"])]),
+            verify=Verify(answer=[src, None]),
+            timing=Timing(min_time=0.05),
+            execution=Execution(progress=False),
+        )
         rows += [{**r, "kernel": kernel} for r in res.rows]
     # The grid-stride kernel: a fixed number of work-groups per compute unit.
     cus = ctx.info.compute_units
     for element in ("float4", "float8"):
         count = nbytes // WIDTH[element]
         res = pyclperf.tune(
-            "vector.cl", "vector_copy_grid", 1, [dst, src, np.uint64(count)],
-            {"ELEMENT": [element], "PER_ITEM": [1], "GROUPS_PER_CU": [2, 4, 8, 16],
-             "block_size_x": blocks}, ctx=ctx,
-            global_size=lambda c: [cus * c["GROUPS_PER_CU"] * c["block_size_x"]],
-            answer=[src, None, None], metrics={"GB/s": lambda c, s: 2 * nbytes / s / 1e9},
-            min_time=0.05, progress=False)
+            "vector.cl",
+            "vector_copy_grid",
+            1,
+            [dst, src, np.uint64(count)],
+            {
+                "ELEMENT": [element],
+                "PER_ITEM": [1],
+                "GROUPS_PER_CU": [2, 4, 8, 16],
+                "block_size_x": blocks,
+            },
+            ctx=ctx,
+            metrics={"GB/s": lambda c, s: 2 * nbytes / s / 1e9},
+            launch=Launch(global_size=lambda c: [cus * c["GROUPS_PER_CU"] * c["block_size_x"]]),
+            verify=Verify(answer=[src, None, None]),
+            timing=Timing(min_time=0.05),
+            execution=Execution(progress=False),
+        )
         rows += [{**r, "kernel": "vector_copy_grid"} for r in res.rows]
     res = pyclperf.tune(
-        HINTED_COPY, "copy_hinted", nbytes // 16, [dst, src],
-        {"LOAD": [0, 1, 2, 3], "STORE": [0, 1, 2], "block_size_x": [128, 256]}, ctx=ctx,
-        answer=[src, None], metrics={"GB/s": lambda c, s: 2 * nbytes / s / 1e9},
-        min_time=0.05, progress=False)
+        HINTED_COPY,
+        "copy_hinted",
+        nbytes // 16,
+        [dst, src],
+        {"LOAD": [0, 1, 2, 3], "STORE": [0, 1, 2], "block_size_x": [128, 256]},
+        ctx=ctx,
+        metrics={"GB/s": lambda c, s: 2 * nbytes / s / 1e9},
+        verify=Verify(answer=[src, None]),
+        timing=Timing(min_time=0.05),
+        execution=Execution(progress=False),
+    )
     rows += [{**r, "kernel": "copy_hinted", "ELEMENT": "float4", "PER_ITEM": 1} for r in res.rows]
     return pyclperf.Results({"experiment": "copy_limit", "nbytes": nbytes}, rows)
 

@@ -34,6 +34,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from pyclperf.tuner.options import from_flat
 
 # This file is named distributed.py: run as a script, its folder comes first on sys.path and
 # would shadow Dask's 'distributed' package. Take the folder off before anything imports it.
@@ -81,14 +82,14 @@ def overhead(configs: int, device: str, repeats: int) -> dict[str, Any]:
     try:
         # The same warm-up on both sides: each context then holds every program, so what
         # differs below is the scheduling alone.
-        tune(**_trivial_job(configs), ctx=ctx)
-        tune(**_trivial_job(configs), client=fleet.client)
+        tune(**from_flat(dict(**_trivial_job(configs), ctx=ctx)))
+        tune(**from_flat(dict(**_trivial_job(configs), client=fleet.client)))
         for _ in range(repeats):
             t0 = time.perf_counter()
-            plain = tune(**_trivial_job(configs), ctx=ctx)
+            plain = tune(**from_flat(dict(**_trivial_job(configs), ctx=ctx)))
             plain_s.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            dist = tune(**_trivial_job(configs), client=fleet.client)
+            dist = tune(**from_flat(dict(**_trivial_job(configs), client=fleet.client)))
             dask_s.append(time.perf_counter() - t0)
             idle_s.append(dask_s[-1] - dist.meta["dask"]["worker_s"])
             tasks.append(dist.meta["dask"]["tasks"])
@@ -149,9 +150,9 @@ def scaling(devices: list[str], n: int) -> dict[str, Any]:
             fleet.client.run(remote.dask_setup)  # every worker's context open
             # An untimed pass first, on each fleet: the driver's on-disk build cache would
             # otherwise favour whichever fleet runs second.
-            tune(**_stencil_job(n), client=fleet.client)
+            tune(**from_flat(dict(**_stencil_job(n), client=fleet.client)))
             t0 = time.perf_counter()
-            res = tune(**_stencil_job(n), client=fleet.client)
+            res = tune(**from_flat(dict(**_stencil_job(n), client=fleet.client)))
             seconds = time.perf_counter() - t0
         finally:
             fleet.close()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pyclperf import Execution, Launch, Timing, Verify
 
 SOURCE = """
 __kernel void copy4(__global float4* dst, __global const float4* src) {
@@ -66,9 +67,18 @@ def _pyclperf_once(ctx: Any, nbytes: int, iterations: int, isolate: bool, label:
 
     dst, src = _arrays(nbytes)
     start = time.perf_counter()
-    res = pyclperf.tune(SOURCE, "copy4", src.size // 4, [dst, src], PARAMS, ctx=ctx,
-                        grid_div_x=GRID_DIV, answer=[src, None], iterations=iterations,
-                        min_time=0.0, max_repeats=iterations, progress=False, isolate=isolate)
+    res = pyclperf.tune(
+        SOURCE,
+        "copy4",
+        src.size // 4,
+        [dst, src],
+        PARAMS,
+        ctx=ctx,
+        launch=Launch(grid_div_x=GRID_DIV),
+        verify=Verify(answer=[src, None]),
+        timing=Timing(iterations=iterations, min_time=0.0, max_repeats=iterations),
+        execution=Execution(progress=False, isolate=isolate),
+    )
     wall = time.perf_counter() - start
     ok = [r for r in res.rows if r["status"] == "ok"]
     best = res.best()

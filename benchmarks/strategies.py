@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pyclperf import Execution, Search
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -176,9 +177,17 @@ def ours(space: Space, strategy: str, budget: int, seed: int) -> tuple[list[floa
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = pyclperf.tune("", space.kernel, 1, [], space.params,
-                            restrictions=space.restrictions, replay=space.path,
-                            strategy=strategy, max_fevals=budget, seed=seed, progress=False)
+        res = pyclperf.tune(
+            "",
+            space.kernel,
+            1,
+            [],
+            space.params,
+            restrictions=space.restrictions,
+            search=Search(strategy=strategy, max_fevals=budget, seed=seed),
+            execution=Execution(progress=False),
+            replay=space.path,
+        )
     wall = time.perf_counter() - start
     times = [r.get("time_ms") if r["status"] == "replayed" else None for r in res.rows]
     return best_so_far(times), wall

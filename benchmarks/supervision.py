@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 import numpy as np
+from pyclperf.tuner.options import from_flat
 
 OVERRUN = """
 __kernel void over(__global float* out, __global const float* a) {
@@ -79,8 +80,14 @@ def _normal_sweep_ok(ctx: Any) -> bool:
     import pyclperf
 
     x = np.random.default_rng().standard_normal(4096).astype(np.float32)
-    res = pyclperf.tune(COPY, "copy", x.size, [np.empty_like(x), x], {"block_size_x": [64, 256]},
-                        ctx=ctx, answer=[x, None], **FAST)
+    res = pyclperf.tune(
+        COPY,
+        "copy",
+        x.size,
+        [np.empty_like(x), x],
+        {"block_size_x": [64, 256]},
+        **from_flat(dict(ctx=ctx, answer=[x, None], **FAST)),
+    )
     return [r["status"] for r in res.rows] == ["ok", "ok"]
 
 
@@ -98,9 +105,14 @@ def main() -> int:
     a = np.random.default_rng().standard_normal(n).astype(np.float32)
 
     t0 = time.perf_counter()
-    res = pyclperf.tune(OVERRUN, "over", n, [np.empty_like(a), a],
-                        {"block_size_x": [64], "OFF": [0, 1100, 16384, 10**6, 10**8]}, ctx=ctx,
-                        verify=lambda c, outputs: True, **FAST)
+    res = pyclperf.tune(
+        OVERRUN,
+        "over",
+        n,
+        [np.empty_like(a), a],
+        {"block_size_x": [64], "OFF": [0, 1100, 16384, 10**6, 10**8]},
+        **from_flat(dict(ctx=ctx, verify=lambda c, outputs: True, **FAST)),
+    )
     out["overrun"] = {"wall_s": time.perf_counter() - t0, "rows": _rows(res, ["OFF"]),
                       "next_sweep_ok": _normal_sweep_ok(ctx)}
 
@@ -108,18 +120,34 @@ def main() -> int:
     m = np.random.default_rng().standard_normal((q, p)).astype(np.float32)
     tiles = [4, 8, 16, 32]
     t0 = time.perf_counter()
-    res = pyclperf.tune(TRANSPOSE, "transpose", (p, q),
-                        [np.int32(p), np.int32(q), m, np.empty((p, q), np.float32)],
-                        {"TRANSPOSEX": tiles, "TRANSPOSEY": tiles}, ctx=ctx,
-                        block_size_names=["TRANSPOSEX", "TRANSPOSEY"],
-                        answer=[None, None, None, m.T.copy()], **FAST)
+    res = pyclperf.tune(
+        TRANSPOSE,
+        "transpose",
+        (p, q),
+        [np.int32(p), np.int32(q), m, np.empty((p, q), np.float32)],
+        {"TRANSPOSEX": tiles, "TRANSPOSEY": tiles},
+        **from_flat(
+            dict(
+                ctx=ctx,
+                block_size_names=["TRANSPOSEX", "TRANSPOSEY"],
+                answer=[None, None, None, m.T.copy()],
+                **FAST,
+            )
+        ),
+    )
     out["transpose"] = {"wall_s": time.perf_counter() - t0,
                         "rows": _rows(res, ["TRANSPOSEX", "TRANSPOSEY"]),
                         "next_sweep_ok": _normal_sweep_ok(ctx)}
 
     t0 = time.perf_counter()
-    res = pyclperf.tune(SPIN, "spin", 64, [np.empty(64, np.float32), np.int32(1)],
-                        {"block_size_x": [64]}, ctx=ctx, timeout=3, **FAST)
+    res = pyclperf.tune(
+        SPIN,
+        "spin",
+        64,
+        [np.empty(64, np.float32), np.int32(1)],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, timeout=3, **FAST)),
+    )
     out["timeout"] = {"limit_s": 3, "wall_s": time.perf_counter() - t0, "rows": _rows(res, []),
                       "next_sweep_ok": _normal_sweep_ok(ctx)}
 
@@ -131,8 +159,14 @@ def main() -> int:
 
     timer = threading.Timer(3.0, interrupt)
     timer.start()
-    res = pyclperf.tune(SPIN, "spin", 64, [np.empty(64, np.float32), np.int32(1)],
-                        {"block_size_x": [64]}, ctx=ctx, **FAST)
+    res = pyclperf.tune(
+        SPIN,
+        "spin",
+        64,
+        [np.empty(64, np.float32), np.int32(1)],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, **FAST)),
+    )
     out["ctrl_c"] = {"returned_after_s": time.perf_counter() - box["sent"],
                      "interrupted": res.meta.get("interrupted"), "rows": len(res.rows),
                      "next_sweep_ok": _normal_sweep_ok(ctx)}

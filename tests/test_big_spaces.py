@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf import tune
+from pyclperf import Execution, Launch, Search, Timing, Verify, tune
 from pyclperf.tuner.measure import prune
 from pyclperf.tuner.restrictions import compile_restrictions
 from pyclperf.tuner.searchspace import EXACT_LIMIT, Shuffle, Space
@@ -137,10 +137,20 @@ def test_tune_measures_twenty_of_a_billion_configurations_at_once(ctx, name: str
         make_strategy(name, Space({"x": [1, 2]}), seed=0).close()
     tracemalloc.start()
     t0 = time.perf_counter()
-    res = tune(FILL, "fill", 64, [np.zeros(64, np.float32)], HUGE, ctx=ctx,
-               restrictions=restrictions, strategy=name, max_fevals=20, seed=5,
-               block_size_names=["unused"], min_time=0.0, min_repeats=1, max_repeats=1, warmup=0,
-               verify=lambda c, outs: bool(np.all(outs[0] == c["P0"] + c["P8"])), progress=False)
+    res = tune(
+        FILL,
+        "fill",
+        64,
+        [np.zeros(64, np.float32)],
+        HUGE,
+        ctx=ctx,
+        restrictions=restrictions,
+        launch=Launch(block_size_names=["unused"]),
+        verify=Verify(verify=lambda c, outs: bool(np.all(outs[0] == c["P0"] + c["P8"]))),
+        timing=Timing(min_time=0.0, min_repeats=1, max_repeats=1, warmup=0),
+        search=Search(strategy=name, max_fevals=20, seed=5),
+        execution=Execution(progress=False),
+    )
     seconds = time.perf_counter() - t0
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -253,11 +263,18 @@ def test_a_long_sweep_keeps_few_programs_alive_and_memory_flat(ctx) -> None:
         return p
 
     fresh.program = program  # type: ignore[method-assign]
-    res = tune("__kernel void k(__global float* a) { a[get_global_id(0)] = P; }", "k", 64,
-               [np.zeros(64, np.float32)], {"P": list(range(n))}, ctx=fresh,
-               block_size_names=["unused"], min_time=0.0, min_repeats=1, max_repeats=1,
-               warmup=0, progress=False,
-               metrics={"alive": lambda c, s: len(alive), "rss": lambda c, s: _rss_mib()})
+    res = tune(
+        "__kernel void k(__global float* a) { a[get_global_id(0)] = P; }",
+        "k",
+        64,
+        [np.zeros(64, np.float32)],
+        {"P": list(range(n))},
+        ctx=fresh,
+        metrics={"alive": lambda c, s: len(alive), "rss": lambda c, s: _rss_mib()},
+        launch=Launch(block_size_names=["unused"]),
+        timing=Timing(min_time=0.0, min_repeats=1, max_repeats=1, warmup=0),
+        execution=Execution(progress=False),
+    )
     rows = res.rows
     assert len(rows) == n and all(r["status"] == "timed" for r in rows)
     # The cache's 32 programs and the one being measured, at most.

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from pyclperf import KernelRunError, run_kernel, tune
+from pyclperf import Execution, Verify, KernelRunError, run_kernel, tune
 from pyclperf.measure.poison import guard_pattern
 from pyclperf.tuner import ceiling, overrun
 
@@ -40,8 +40,14 @@ def test_a_far_over_launch_is_out_of_bounds_in_seconds(host_memory_device, items
     assert ran < 10, f"{ran:.1f} s"
 
     t0 = time.monotonic()
-    res = tune(WRITER, "w4", items, [out], {"block_size_x": [64]}, memory_limit=CEILING,
-               progress=False)
+    res = tune(
+        WRITER,
+        "w4",
+        items,
+        [out],
+        {"block_size_x": [64]},
+        execution=Execution(memory_limit=CEILING, progress=False),
+    )
     ran = time.monotonic() - t0
     (row,) = res.rows
     assert row["status"] == "out of bounds" and "argument 0 ('out')" in row["error"], row
@@ -69,8 +75,15 @@ def test_past_the_memory_ceiling_is_out_of_memory_and_the_sweep_goes_on(ctx, rng
             hog[::4096] = 2
         return np.zeros(n, np.float32)
 
-    res = tune(src, "twice", n, [output, x], {"block_size_x": [64], "GREEDY": [0, 1, 2]},
-               answer=[2 * x, None], memory_limit=CEILING, progress=False)
+    res = tune(
+        src,
+        "twice",
+        n,
+        [output, x],
+        {"block_size_x": [64], "GREEDY": [0, 1, 2]},
+        verify=Verify(answer=[2 * x, None]),
+        execution=Execution(memory_limit=CEILING, progress=False),
+    )
     by = {r["GREEDY"]: r for r in res.rows}
     assert by[1]["status"] == "out of memory", by[1]
     assert "Unable to allocate 1.00 GiB" in by[1]["error"] and "512.0 MiB" in by[1]["error"]
@@ -136,8 +149,15 @@ def test_a_worker_that_dies_of_a_refused_allocation_is_out_of_memory(ctx):
             os.abort()
         return np.zeros(n, np.float32)
 
-    res = tune(src, "one", n, [output], {"block_size_x": [64], "DIE": [0, 1, 2]},
-               answer=[np.ones(n, np.float32)], memory_limit=CEILING, progress=False)
+    res = tune(
+        src,
+        "one",
+        n,
+        [output],
+        {"block_size_x": [64], "DIE": [0, 1, 2]},
+        verify=Verify(answer=[np.ones(n, np.float32)]),
+        execution=Execution(memory_limit=CEILING, progress=False),
+    )
     by = {r["DIE"]: r for r in res.rows}
     assert by[1]["status"] == "out of memory" and "SIGABRT" in by[1]["error"], by[1]
     assert "std::bad_alloc" in by[1]["error"] and "512.0 MiB" in by[1]["error"]

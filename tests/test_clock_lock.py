@@ -15,7 +15,7 @@ import pytest
 import pyclperf
 from pyclperf.device import peak
 from pyclperf.device.clock_lock import locked_clocks
-
+from pyclperf import Execution, Timing, Verify
 
 class _Error(Exception):
     pass
@@ -121,7 +121,16 @@ def test_tune_records_the_lock_in_its_metadata(ctx, nvml):
     nvml()
     a = np.random.default_rng().standard_normal(4096).astype(np.float32)
     src = "__kernel void cp(__global float *o, __global const float *a) { o[get_global_id(0)] = a[get_global_id(0)]; }"
-    res = pyclperf.tune(src, "cp", a.size, [np.empty_like(a), a], {"block_size_x": [64]}, ctx=ctx,
-                        answer=[a, None], lock_clocks=True, progress=False)
+    res = pyclperf.tune(
+        src,
+        "cp",
+        a.size,
+        [np.empty_like(a), a],
+        {"block_size_x": [64]},
+        ctx=ctx,
+        verify=Verify(answer=[a, None]),
+        timing=Timing(lock_clocks=True),
+        execution=Execution(progress=False),
+    )
     assert res.rows[0]["status"] == "ok"
     assert "clock_lock" in res.meta and "clocks_locked" in res.meta

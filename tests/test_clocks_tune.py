@@ -22,6 +22,7 @@ from pyclperf.guide import run as guide
 from pyclperf.tuner.spec import SpecError, parse_spec
 
 from test_clocks import _child_env
+from pyclperf.tuner.options import from_flat
 
 DATA = Path(__file__).parent / "data" / "tune"
 COPY = """
@@ -47,9 +48,14 @@ def placeholder(tmp_path, monkeypatch):
 
 def _tune(ctx, rng, **kw):
     src = rng.standard_normal(N).astype(np.float32)
-    return pyclperf.tune(COPY, "copy", N, [np.zeros(N, np.float32), src],
-                         {"block_size_x": [32, 64]}, ctx=ctx, answer=[src, None], isolate=False,
-                         **FAST, **kw)
+    return pyclperf.tune(
+        COPY,
+        "copy",
+        N,
+        [np.zeros(N, np.float32), src],
+        {"block_size_x": [32, 64]},
+        **from_flat(dict(ctx=ctx, answer=[src, None], isolate=False, **FAST, **kw)),
+    )
 
 
 def test_tune_times_by_host_on_a_placeholder_clock(ctx, rng, placeholder):

@@ -15,6 +15,7 @@ import pytest
 
 from pyclperf import tune
 from pyclperf.measure.results import Results
+from pyclperf.tuner.options import from_flat
 
 pytest.importorskip("distributed")
 
@@ -59,7 +60,9 @@ def test_local_cluster_of_two_workers_streams_rows_and_resumes(tmp_path, ctx, fl
     x = np.arange(N, dtype=np.float32)
     params = {"block_size_x": [16, 32, 64], "UNROLL": [1, 2]}
     out = tmp_path / "r.jsonl"
-    res = tune(**_job(x, params), devices=[_spec(ctx)] * 2, out=out)  # a LocalCluster of its own
+    res = tune(
+        **from_flat(dict(**_job(x, params), devices=[_spec(ctx)] * 2, out=out))
+    )  # a LocalCluster of its own
     assert sorted(_unique(res.rows)) == sorted(_unique(Results.load(out).rows))
     assert len(res.rows) == 6 and {r["status"] for r in res.rows} == {"ok"}
     assert {r["device"].split(" ", 1)[1] for r in res.rows} == {ctx.info.name}
@@ -67,9 +70,9 @@ def test_local_cluster_of_two_workers_streams_rows_and_resumes(tmp_path, ctx, fl
     # The client is the only writer, so the file resumes as one device's would: across
     # clusters, and in this process alone, nothing reruns.
     params["UNROLL"].append(3)
-    again = tune(**_job(x, params), client=fleet.client, out=out)
+    again = tune(**from_flat(dict(**_job(x, params), client=fleet.client, out=out)))
     assert len(again.rows) == 9 and len(out.read_text().splitlines()) == 10
-    alone = tune(**_job(x, params), ctx=ctx, out=out)
+    alone = tune(**from_flat(dict(**_job(x, params), ctx=ctx, out=out)))
     assert len(alone.rows) == 9 and len(out.read_text().splitlines()) == 10
 
 
@@ -83,7 +86,7 @@ def test_a_configuration_that_kills_its_worker_is_crashed_and_the_sweep_goes_on(
 
     job = _job(x, {"block_size_x": [32], "UNROLL": [1, 2, 3, 4, 5]})
     job["args"][1] = maybe_abort
-    res = tune(**job, client=fleet.client, out=tmp_path / "c.jsonl")
+    res = tune(**from_flat(dict(**job, client=fleet.client, out=tmp_path / "c.jsonl")))
     by = {r["UNROLL"]: r for r in res.rows}
     assert sorted(by) == [1, 2, 3, 4, 5] and len(res.rows) == 5
     assert by[3]["status"] == "crashed", by[3]
@@ -110,8 +113,16 @@ def test_ctrl_c_on_the_client_cancels_and_keeps_what_finished(tmp_path, fleet):
             time.sleep(0.05)
 
     threading.Thread(target=ctrl_c_once_rows_arrive, daemon=True).start()
-    res = tune(**_job(x, {"block_size_x": [32], "UNROLL": list(range(1, 41))}),
-               metrics={"slow": slow}, client=fleet.client, out=out)
+    res = tune(
+        **from_flat(
+            dict(
+                **_job(x, {"block_size_x": [32], "UNROLL": list(range(1, 41))}),
+                metrics={"slow": slow},
+                client=fleet.client,
+                out=out,
+            )
+        )
+    )
     assert res.meta.get("interrupted") is True
     kept = _unique(Results.load(out).rows)
     assert 2 <= len(kept) < 40 and sorted(kept) == sorted(_unique(res.rows))
@@ -149,7 +160,7 @@ def test_a_configuration_that_kills_its_worker_inside_a_chunk_is_found_alone(
     job = _job(x, {"block_size_x": [32], "UNROLL": list(range(1, 25))})
     job["args"][1] = maybe_abort
     out = tmp_path / "k.jsonl"
-    res = tune(**job, client=fleet.client, out=out)
+    res = tune(**from_flat(dict(**job, client=fleet.client, out=out)))
     assert res.meta["dask"]["chunks_split"] >= 1, res.meta["dask"]
     assert sorted(_unique(res.rows)) == sorted(_unique(Results.load(out).rows))
     by = {r["UNROLL"]: r for r in res.rows}
@@ -164,8 +175,15 @@ def test_a_chunks_rows_are_written_with_one_fsync(tmp_path, fleet, monkeypatch):
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
     x = np.arange(N, dtype=np.float32)
     out = tmp_path / "f.jsonl"
-    res = tune(**_job(x, {"block_size_x": [16, 32], "UNROLL": list(range(1, 21))}),
-               client=fleet.client, out=out)
+    res = tune(
+        **from_flat(
+            dict(
+                **_job(x, {"block_size_x": [16, 32], "UNROLL": list(range(1, 21))}),
+                client=fleet.client,
+                out=out,
+            )
+        )
+    )
     assert sorted(_unique(res.rows)) == sorted(_unique(Results.load(out).rows))
     tasks = res.meta["dask"]["tasks"]
     assert tasks < len(res.rows) == 40  # chunks of several, so fewer fsyncs than rows
@@ -174,8 +192,8 @@ def test_a_chunks_rows_are_written_with_one_fsync(tmp_path, fleet, monkeypatch):
 
 def test_a_job_the_workers_hold_is_not_shipped_again(fleet):
     x = np.arange(N, dtype=np.float32) + 7.0  # a job no other test ran
-    first = tune(**_job(x, {"block_size_x": [16, 32]}), client=fleet.client)
-    again = tune(**_job(x, {"block_size_x": [16, 32, 64]}), client=fleet.client)
+    first = tune(**from_flat(dict(**_job(x, {"block_size_x": [16, 32]}), client=fleet.client)))
+    again = tune(**from_flat(dict(**_job(x, {"block_size_x": [16, 32, 64]}), client=fleet.client)))
     assert first.meta["dask"]["shipped"] is True and again.meta["dask"]["shipped"] is False
     assert {r["status"] for r in first.rows + again.rows} == {"ok"} and len(again.rows) == 3
 
@@ -187,7 +205,11 @@ def test_a_worker_without_the_job_gets_it_shipped_and_runs_its_task_again(fleet,
     # worker was restarted since: its tasks find no job, so the client ships it then.
     monkeypatch.setattr(distributed.remote, "holds", lambda job_id: True)
     x = np.arange(N, dtype=np.float32) + 11.0
-    res = tune(**_job(x, {"block_size_x": [16, 32], "UNROLL": [1, 2, 3]}), client=fleet.client)
+    res = tune(
+        **from_flat(
+            dict(**_job(x, {"block_size_x": [16, 32], "UNROLL": [1, 2, 3]}), client=fleet.client)
+        )
+    )
     assert res.meta["dask"]["shipped"] is True
     assert len(_unique(res.rows)) == 6 and {r["status"] for r in res.rows} == {"ok"}
 
@@ -244,7 +266,7 @@ def test_external_workers_one_killed_mid_sweep_lose_and_repeat_nothing(external_
 
     killer = threading.Thread(target=kill_when_started, daemon=True)
     killer.start()
-    res = tune(**_job(x, params), metrics={"slow": slow}, client=client, out=out)
+    res = tune(**from_flat(dict(**_job(x, params), metrics={"slow": slow}, client=client, out=out)))
     killer.join(timeout=5)
     assert procs[2].poll() is not None, "the worker was not killed during the sweep"
     keys = _unique(res.rows)
@@ -264,7 +286,7 @@ def test_isolate_keeps_this_process_alive_through_a_crashing_configuration(ctx):
 
     job = _job(x, {"block_size_x": [32], "UNROLL": [1, 2]})
     job["args"][1] = maybe_abort
-    res = tune(**job, ctx=ctx, isolate=True)
+    res = tune(**from_flat(dict(**job, ctx=ctx, isolate=True)))
     assert [(r["UNROLL"], r["status"]) for r in sorted(res.rows, key=lambda r: r["UNROLL"])] \
         == [(1, "ok"), (2, "crashed")]
 
@@ -293,8 +315,16 @@ def test_external_worker_killed_mid_chunk_loses_and_repeats_nothing(external_clu
 
     killer = threading.Thread(target=kill_after_a_chunk, daemon=True)
     killer.start()
-    res = tune(**_job(x, {"block_size_x": [16, 32, 64, 128], "UNROLL": list(range(1, 11))}),
-               metrics={"slow": slow}, client=client, out=out)
+    res = tune(
+        **from_flat(
+            dict(
+                **_job(x, {"block_size_x": [16, 32, 64, 128], "UNROLL": list(range(1, 11))}),
+                metrics={"slow": slow},
+                client=client,
+                out=out,
+            )
+        )
+    )
     killer.join(timeout=5)
     assert procs[1].poll() is not None, "the worker was not killed during the sweep"
     assert res.meta["dask"]["chunks_split"] >= 1, res.meta["dask"]

@@ -17,6 +17,7 @@ import pytest
 
 from pyclperf import KernelRunError, _core, run_kernel, tune
 from pyclperf.tuner import fences
+from pyclperf.tuner.options import from_flat
 
 FAST = dict(min_time=0.0, min_repeats=2, max_repeats=2, warmup=0, progress=False)
 N = 65536
@@ -39,8 +40,14 @@ def fenced(ctx):
 
 def test_a_write_far_before_the_start_names_the_argument(fenced, rng):
     a = rng.standard_normal(N).astype(np.float32)
-    res = tune(OVERRUN, "over", N, [np.empty_like(a), a], {"block_size_x": [64], "OFF": [-10**8]},
-               ctx=fenced, verify=lambda c, outputs: True, **FAST)
+    res = tune(
+        OVERRUN,
+        "over",
+        N,
+        [np.empty_like(a), a],
+        {"block_size_x": [64], "OFF": [-(10**8)]},
+        **from_flat(dict(ctx=fenced, verify=lambda c, outputs: True, **FAST)),
+    )
     row = res.rows[0]
     assert row["status"] == "out of bounds", row
     assert "argument 0 ('out'): the kernel wrote element -" in row["error"], row

@@ -10,6 +10,7 @@ import pytest
 
 from pyclperf import KernelRunError, run_kernel, tune
 from pyclperf.tuner.declared import kernel_parameter_names
+from pyclperf.tuner.options import from_flat
 
 FAST = dict(min_time=0.0, min_repeats=1, max_repeats=1, warmup=0, progress=False)
 VADD = """
@@ -41,9 +42,14 @@ def test_run_kernel_with_an_impossible_block_size_raises_kernel_run_error(
 
 def test_tune_makes_impossible_block_sizes_invalid_rows(ctx, rng) -> None:
     a = rng.standard_normal(64).astype(np.float32)
-    res = tune(VADD, "vadd", 64, [np.zeros_like(a), a, a, np.int32(64)],
-               {"block_size_x": [0, 16, 2 ** 70], "block_size_y": [1, 2.0]}, ctx=ctx,
-               answer=[2 * a, None, None, None], **FAST)
+    res = tune(
+        VADD,
+        "vadd",
+        64,
+        [np.zeros_like(a), a, a, np.int32(64)],
+        {"block_size_x": [0, 16, 2**70], "block_size_y": [1, 2.0]},
+        **from_flat(dict(ctx=ctx, answer=[2 * a, None, None, None], **FAST)),
+    )
     by = {(r["block_size_x"], r["block_size_y"]): r for r in res.rows}
     assert {k: r["status"] for k, r in by.items()} == {
         (0, 1): "invalid", (0, 2.0): "invalid", (16, 1): "ok", (16, 2.0): "ok",
@@ -55,8 +61,16 @@ def test_tune_makes_impossible_block_sizes_invalid_rows(ctx, rng) -> None:
 def test_an_old_style_reference_is_told_how_to_write_it(ctx) -> None:
     a = np.ones(100, np.float32)
     with pytest.raises(TypeError) as err:
-        tune(VADD, "vadd", 100, [np.zeros_like(a), a, a, np.int32(100)], {"block_size_x": [32]},
-             ctx=ctx, reference=lambda c, a, b, n: [a + b, None, None, None], **FAST)
+        tune(
+            VADD,
+            "vadd",
+            100,
+            [np.zeros_like(a), a, a, np.int32(100)],
+            {"block_size_x": [32]},
+            **from_flat(
+                dict(ctx=ctx, reference=lambda c, a, b, n: [a + b, None, None, None], **FAST)
+            ),
+        )
     text = str(err.value)
     assert "reference(config, *args)" in text and "it is reference(c, a, b, n)" in text
     assert "write it as def reference(config, c, a, b, n): ..." in text and "\n" not in text
@@ -65,13 +79,30 @@ def test_an_old_style_reference_is_told_how_to_write_it(ctx) -> None:
 def test_an_answer_of_the_wrong_size_names_the_kernels_argument(ctx) -> None:
     a = np.ones(100, np.float32)
     with pytest.raises(ValueError, match=r"answer\[0\] for argument 0 \('c'\) has 50 elements"):
-        tune(VADD, "vadd", 100, [np.zeros_like(a), a, a, np.int32(100)], {"block_size_x": [32]},
-             ctx=ctx, answer=[np.ones(50, np.float32), None, None, None], **FAST)
+        tune(
+            VADD,
+            "vadd",
+            100,
+            [np.zeros_like(a), a, a, np.int32(100)],
+            {"block_size_x": [32]},
+            **from_flat(dict(ctx=ctx, answer=[np.ones(50, np.float32), None, None, None], **FAST)),
+        )
     with pytest.raises(TypeError, match=r"the reference's result\[0\] for argument 0 \('c'\) is "
                                         "float64"):
-        tune(VADD, "vadd", 100, [np.zeros_like(a), a, a, np.int32(100)], {"block_size_x": [32]},
-             ctx=ctx, reference=lambda cfg, c, a, b, n: [a + b.astype(np.float64), None, None, None],
-             **FAST)
+        tune(
+            VADD,
+            "vadd",
+            100,
+            [np.zeros_like(a), a, a, np.int32(100)],
+            {"block_size_x": [32]},
+            **from_flat(
+                dict(
+                    ctx=ctx,
+                    reference=lambda cfg, c, a, b, n: [a + b.astype(np.float64), None, None, None],
+                    **FAST,
+                )
+            ),
+        )
 
 
 @pytest.mark.parametrize("source, names", [
@@ -96,8 +127,14 @@ WARNS = """__kernel void warns(__global float* a) {
 def test_build_warnings_go_into_the_row_not_the_console(ctx, capfd, isolate: bool) -> None:
     # A fresh salt each run: PoCL's kernel cache would otherwise skip the compiler.
     salt = uuid.uuid4().int % 10 ** 9
-    res = tune(WARNS, "warns", 64, [np.zeros(64, np.float32)],
-               {"block_size_x": [16, 32], "SALT": [salt]}, ctx=ctx, isolate=isolate, **FAST)
+    res = tune(
+        WARNS,
+        "warns",
+        64,
+        [np.zeros(64, np.float32)],
+        {"block_size_x": [16, 32], "SALT": [salt]},
+        **from_flat(dict(ctx=ctx, isolate=isolate, **FAST)),
+    )
     console = capfd.readouterr()
     assert "warning" not in console.err + console.out
     pocl = ctx.info.platform_name.startswith("Portable Computing Language")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf import LocalMemory, run_kernel
+from pyclperf import Timing, Verify, LocalMemory, run_kernel
 
 WRITE = """
 __kernel void put_int(__global int* out, const int v) { out[get_global_id(0)] = v; }
@@ -145,11 +145,16 @@ def test_run_kernel_takes_arrays_and_scalars_in_the_other_byte_order(ctx, rng):
     y = run_kernel(WRITE, "scale", 300, [_big(np.zeros(300), np.float32), _big(x, np.float32),
                                          np.float32(k), 300], ctx=ctx)[0]
     np.testing.assert_allclose(y, np.float32(k) * x, rtol=1e-6)
-    out = pyclperf.tune(WRITE, "scale", 300, [_big(np.zeros(300), np.float32),
-                                              _big(x, np.float32), np.float32(k), 300],
-                        {"block_size_x": [64]}, ctx=ctx, answer=[np.float32(k) * x, None, None,
-                                                                None], min_repeats=1,
-                        max_repeats=1, min_time=0.0)
+    out = pyclperf.tune(
+        WRITE,
+        "scale",
+        300,
+        [_big(np.zeros(300), np.float32), _big(x, np.float32), np.float32(k), 300],
+        {"block_size_x": [64]},
+        ctx=ctx,
+        verify=Verify(answer=[np.float32(k) * x, None, None, None]),
+        timing=Timing(min_repeats=1, max_repeats=1, min_time=0.0),
+    )
     assert out.rows[0]["status"] == "ok", out.rows[0]["error"]
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import pyclperf
 from pyclperf.views.plot_search import best_so_far
+from pyclperf import Execution, Search
 
 matplotlib.use("Agg")
 DATA = Path(__file__).parent / "data" / "kernel_tuner"
@@ -19,9 +20,16 @@ ENERGY = {"block_size_x": SIZES, "nvml_gr_clock": [1080]}
 
 
 def search(strategy: str, seed: int, budget: int = 8):
-    return pyclperf.tune("", "vector_add", 100, [], {"block_size_x": SIZES},
-                         replay=DATA / "test_cache_file.json", strategy=strategy,
-                         max_fevals=budget, seed=seed, progress=False)
+    return pyclperf.tune(
+        "",
+        "vector_add",
+        100,
+        [],
+        {"block_size_x": SIZES},
+        search=Search(strategy=strategy, max_fevals=budget, seed=seed),
+        execution=Execution(progress=False),
+        replay=DATA / "test_cache_file.json",
+    )
 
 
 def test_best_so_far_follows_the_rows() -> None:
@@ -47,9 +55,16 @@ def test_convergence_draws_a_median_per_strategy(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("optuna") is None, reason="needs the tune extra")
 def test_pareto_marks_the_front(tmp_path: Path) -> None:
-    res = pyclperf.tune("", "vector_add", 80000000, [], ENERGY,
-                        replay=DATA / "test_cache_time_energy.json", strategy="nsga2",
-                        objective=["time", "energy"], max_fevals=15, seed=2, progress=False)
+    res = pyclperf.tune(
+        "",
+        "vector_add",
+        80000000,
+        [],
+        ENERGY,
+        search=Search(strategy="nsga2", objective=["time", "energy"], max_fevals=15, seed=2),
+        execution=Execution(progress=False),
+        replay=DATA / "test_cache_time_energy.json",
+    )
     fig = pyclperf.plot_pareto(res)
     front = [l for l in fig.axes[0].get_lines() if l.get_label() == "Pareto front"][0]
     xs = sorted(front.get_xdata())

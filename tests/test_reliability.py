@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf import tune
+from pyclperf import Execution, Timing, Verify, tune
 
 SLOW_SWEEP = textwrap.dedent("""
     import sys, numpy as np, pyclperf
@@ -24,7 +24,8 @@ SLOW_SWEEP = textwrap.dedent("""
     ctx = pyclperf.Context(sys.argv[2])
     print("started", flush=True)
     tune(src, "spin", 4096, [np.zeros(4096, np.float32), 200], {"block_size_x": [16, 32, 64, 128], "R": list(range(3))},
-         ctx=ctx, out=sys.argv[1], min_time=0.05, min_repeats=3, progress=False)
+         ctx=ctx, out=sys.argv[1], timing=pyclperf.Timing(min_time=0.05, min_repeats=3),
+         execution=pyclperf.Execution(progress=False))
     print("finished", flush=True)
 """)
 
@@ -68,9 +69,17 @@ def test_killed_sweep_keeps_rows_and_resumes(tmp_path, ctx, sig):
         json.loads(line)
     # Resuming runs only what is missing and completes the grid.
     src = SLOW_SWEEP.split("'''")[1]
-    res = tune(src, "spin", 4096, [np.zeros(4096, np.float32), 200],
-               {"block_size_x": [16, 32, 64, 128], "R": list(range(3))}, ctx=ctx, out=out,
-               min_time=0.0, min_repeats=2, max_repeats=2, progress=False)
+    res = tune(
+        src,
+        "spin",
+        4096,
+        [np.zeros(4096, np.float32), 200],
+        {"block_size_x": [16, 32, 64, 128], "R": list(range(3))},
+        ctx=ctx,
+        timing=Timing(min_time=0.0, min_repeats=2, max_repeats=2),
+        execution=Execution(progress=False),
+        out=out,
+    )
     configs = [r["config"] for r in res.rows]
     assert len(configs) == 12 and len(set(configs)) == 12
 
@@ -83,10 +92,19 @@ def test_two_threads_sweeping_one_device(ctx, rng):
     def work(tag, a):
         try:
             x = np.random.default_rng().standard_normal(8192).astype(np.float32)
-            results[tag] = tune(src, "axpb", 8192, [np.empty_like(x), x, a, 1.0],
-                                {"block_size_x": [32, 64, 128, 256]}, ctx=ctx,
-                                answer=[np.float32(a) * x + np.float32(1.0), None, None, None], atol=1e-5,
-                                min_time=0.0, min_repeats=5, max_repeats=5, progress=False)
+            results[tag] = tune(
+                src,
+                "axpb",
+                8192,
+                [np.empty_like(x), x, a, 1.0],
+                {"block_size_x": [32, 64, 128, 256]},
+                ctx=ctx,
+                verify=Verify(
+                    answer=[np.float32(a) * x + np.float32(1.0), None, None, None], atol=1e-5
+                ),
+                timing=Timing(min_time=0.0, min_repeats=5, max_repeats=5),
+                execution=Execution(progress=False),
+            )
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 

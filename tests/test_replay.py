@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf import cli, tune, tune_kernel
+from pyclperf import Execution, Replay, Search, cli, tune, tune_kernel
 from pyclperf.tuner import replay as replay_module
 from pyclperf.tuner.t4 import write_t4
 
@@ -47,8 +47,16 @@ def no_device(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_brute_force_replay_finds_the_files_best_configuration() -> None:
-    res = tune("never built", "vector_add", 100, [], {"block_size_x": SIZES}, replay=VECTOR_ADD,
-               strategy="brute_force", progress=False)
+    res = tune(
+        "never built",
+        "vector_add",
+        100,
+        [],
+        {"block_size_x": SIZES},
+        search="brute_force",
+        execution=Execution(progress=False),
+        replay=VECTOR_ADD,
+    )
     key, ms = recorded_best(VECTOR_ADD)
     best = res.best()
     assert str(best["block_size_x"]) == key and best["time_ms"] == pytest.approx(ms)
@@ -65,15 +73,39 @@ def test_brute_force_replay_finds_the_files_best_configuration() -> None:
 def test_a_gzipped_file_and_a_t4_file_replay_the_same(tmp_path: Path) -> None:
     gz = tmp_path / "cache.json.gz"
     gz.write_bytes(gzip.compress(VECTOR_ADD.read_bytes()))
-    plain = tune("", "vector_add", 100, [], {"block_size_x": SIZES}, replay=VECTOR_ADD,
-                 strategy="random_sample", strategy_options={"fraction": 1.0}, seed=3, progress=False)
-    zipped = tune("", "vector_add", 100, [], {"block_size_x": SIZES}, replay=gz,
-                  strategy="random_sample", strategy_options={"fraction": 1.0}, seed=3, progress=False)
+    plain = tune(
+        "",
+        "vector_add",
+        100,
+        [],
+        {"block_size_x": SIZES},
+        search=Search(strategy="random_sample", options={"fraction": 1.0}, seed=3),
+        execution=Execution(progress=False),
+        replay=VECTOR_ADD,
+    )
+    zipped = tune(
+        "",
+        "vector_add",
+        100,
+        [],
+        {"block_size_x": SIZES},
+        search=Search(strategy="random_sample", options={"fraction": 1.0}, seed=3),
+        execution=Execution(progress=False),
+        replay=gz,
+    )
     assert [r["config"] for r in plain.rows] == [r["config"] for r in zipped.rows]
     assert [r["time_ms"] for r in plain.rows] == [r["time_ms"] for r in zipped.rows]
     t4 = write_t4(plain, tmp_path / "t4.json")
-    again = tune("", "vector_add", 100, [], {"block_size_x": SIZES}, replay=t4,
-                 strategy="brute_force", progress=False)
+    again = tune(
+        "",
+        "vector_add",
+        100,
+        [],
+        {"block_size_x": SIZES},
+        search="brute_force",
+        execution=Execution(progress=False),
+        replay=t4,
+    )
     assert again.meta["replay"]["format"] == "T4 results"
     assert again.best()["block_size_x"] == plain.best()["block_size_x"]
 
@@ -81,44 +113,99 @@ def test_a_gzipped_file_and_a_t4_file_replay_the_same(tmp_path: Path) -> None:
 def test_a_missing_configuration_is_named_or_skipped_for_free() -> None:
     wider = {"block_size_x": SIZES + [2048]}
     with pytest.raises(KeyError, match=r"has no entry for \{'block_size_x': 2048\}"):
-        tune("", "vector_add", 100, [], wider, replay=VECTOR_ADD, strategy="brute_force",
-             progress=False)
-    res = tune("", "vector_add", 100, [], wider, replay=VECTOR_ADD, strategy="brute_force",
-               replay_missing="skip", max_fevals=16, progress=False)
+        tune(
+            "",
+            "vector_add",
+            100,
+            [],
+            wider,
+            search="brute_force",
+            execution=Execution(progress=False),
+            replay=VECTOR_ADD,
+        )
+    res = tune(
+        "",
+        "vector_add",
+        100,
+        [],
+        wider,
+        search=Search(strategy="brute_force", max_fevals=16),
+        execution=Execution(progress=False),
+        replay=Replay(VECTOR_ADD, missing="skip"),
+    )
     skipped = [r for r in res.rows if r["status"] == "skipped"]
     assert len(skipped) == 1 and "not in the replayed file" in skipped[0]["error"]
     assert res.meta["fevals"] == 15                       # the missing one cost nothing
     with pytest.raises(ValueError, match="records other parameters than this run tunes: the "
                                          "file has no tile"):
-        tune("", "vector_add", 100, [], {"block_size_x": SIZES, "tile": [1]},
-             replay=VECTOR_ADD, progress=False)
-    with pytest.raises(ValueError, match="replay_missing must be one of error, skip"):
-        tune("", "vector_add", 100, [], {"block_size_x": SIZES}, replay=VECTOR_ADD,
-             replay_missing="ignore", progress=False)
+        tune(
+            "",
+            "vector_add",
+            100,
+            [],
+            {"block_size_x": SIZES, "tile": [1]},
+            execution=Execution(progress=False),
+            replay=VECTOR_ADD,
+        )
+    with pytest.raises(ValueError, match="Replay.missing must be one of 'error', 'skip'"):
+        tune(
+            "",
+            "vector_add",
+            100,
+            [],
+            {"block_size_x": SIZES},
+            execution=Execution(progress=False),
+            replay=Replay(VECTOR_ADD, missing="ignore"),
+        )
 
 
 def test_unreadable_files_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="replay: no file"):
-        tune("", "k", 1, [], {"x": [1]}, replay=tmp_path / "nope.json", progress=False)
+        tune(
+            "",
+            "k",
+            1,
+            [],
+            {"x": [1]},
+            execution=Execution(progress=False),
+            replay=tmp_path / "nope.json",
+        )
     junk = tmp_path / "junk.json"
     junk.write_text('{"hello": 1}')
     with pytest.raises(ValueError, match="neither a Kernel Tuner cache nor a T4 results file"):
-        tune("", "k", 1, [], {"x": [1]}, replay=junk, progress=False)
+        tune("", "k", 1, [], {"x": [1]}, execution=Execution(progress=False), replay=junk)
     junk.write_bytes(b"\x00\xff garbage")
     with pytest.raises(ValueError, match="neither a Kernel Tuner cache nor a T4"):
-        tune("", "k", 1, [], {"x": [1]}, replay=junk, progress=False)
+        tune("", "k", 1, [], {"x": [1]}, execution=Execution(progress=False), replay=junk)
 
 
 def test_the_budget_counts_evaluations_and_recorded_time() -> None:
-    res = tune("", "vector_add", 100, [], {"block_size_x": SIZES}, replay=VECTOR_ADD,
-               strategy="random_sample", max_fevals=5, seed=1, progress=False)
+    res = tune(
+        "",
+        "vector_add",
+        100,
+        [],
+        {"block_size_x": SIZES},
+        search=Search(strategy="random_sample", max_fevals=5, seed=1),
+        execution=Execution(progress=False),
+        replay=VECTOR_ADD,
+    )
     assert len(res.rows) == 5
     per_config = json.loads(VECTOR_ADD.read_text())["cache"]["128"]["compile_time"] / 1e3
     # A time limit shorter than three configurations' recorded compile times stops the replay
     # after the evaluation that spends it, whatever the wall clock says.
-    res = tune("", "vector_add", 100, [], {"block_size_x": SIZES}, replay=VECTOR_ADD,
-               strategy="random_sample", strategy_options={"fraction": 1.0},
-               time_limit=2.5 * per_config, seed=1, progress=False)
+    res = tune(
+        "",
+        "vector_add",
+        100,
+        [],
+        {"block_size_x": SIZES},
+        search=Search(
+            strategy="random_sample", options={"fraction": 1.0}, time_limit=2.5 * per_config, seed=1
+        ),
+        execution=Execution(progress=False),
+        replay=VECTOR_ADD,
+    )
     assert 2 <= len(res.rows) <= 4
     assert res.meta["simulated_time_s"] >= 2.5 * per_config
 
@@ -131,17 +218,33 @@ def test_restrictions_and_mixed_parameter_types_replay() -> None:
               "test_bool": [True, False], "test_mixed": ["test", 1, True, 2.45]}
     restrictions = ["test_string == 'alg_2'", "test_bool == True", "test_mixed == 2.45"]
     for strategy in ("brute_force", "pso", "greedy_mls", "genetic_algorithm", "diff_evo", "auto"):
-        res = tune("", "vector_add", 100, [], params, restrictions=restrictions, replay=MIXED,
-                   strategy=strategy, max_fevals=10, seed=2, progress=False)
+        res = tune(
+            "",
+            "vector_add",
+            100,
+            [],
+            params,
+            restrictions=restrictions,
+            search=Search(strategy=strategy, max_fevals=10, seed=2),
+            execution=Execution(progress=False),
+            replay=MIXED,
+        )
         assert len(res.rows) == 10, strategy
         assert all(r["test_bool"] is True and r["test_mixed"] == 2.45 for r in res.rows)
 
 
 @NEEDS_TUNE
 def test_two_objectives_give_a_pareto_front() -> None:
-    res = tune("", "vector_add", 80000000, [], {"block_size_x": SIZES, "nvml_gr_clock": [1080]},
-               replay=ENERGY, strategy="nsga2", objective=["time", "energy"], max_fevals=15,
-               seed=1, progress=False)
+    res = tune(
+        "",
+        "vector_add",
+        80000000,
+        [],
+        {"block_size_x": SIZES, "nvml_gr_clock": [1080]},
+        search=Search(strategy="nsga2", objective=["time", "energy"], max_fevals=15, seed=1),
+        execution=Execution(progress=False),
+        replay=ENERGY,
+    )
     points = [(r["time_ms"], r["energy"]) for r in res.rows]
     front = {r["config"] for r in res.rows if r["pareto"]}
     assert front == set(res.meta["pareto"]) and front
@@ -150,8 +253,16 @@ def test_two_objectives_give_a_pareto_front() -> None:
         dominated = any(a <= t and b <= e and (a < t or b < e) for a, b in points)
         assert r["pareto"] is (not dominated)
     with pytest.raises(ValueError, match="records no 'watts'"):
-        tune("", "vector_add", 1, [], {"block_size_x": SIZES, "nvml_gr_clock": [1080]},
-             replay=ENERGY, objective=["time", "watts"], progress=False)
+        tune(
+            "",
+            "vector_add",
+            1,
+            [],
+            {"block_size_x": SIZES, "nvml_gr_clock": [1080]},
+            search=Search(objective=["time", "watts"]),
+            execution=Execution(progress=False),
+            replay=ENERGY,
+        )
 
 
 @NEEDS_TUNE

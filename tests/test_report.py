@@ -12,7 +12,7 @@ import pyclperf
 from pyclperf import cli
 from pyclperf.views.report import compare, render_html
 from pyclperf.testing import assert_kernel
-
+from pyclperf.tuner.options import from_flat
 
 @pytest.fixture(scope="module")
 def two_runs(ctx):
@@ -163,11 +163,23 @@ def test_a_resumed_file_with_duplicated_rows_runs_nothing_twice(ctx, tmp_path, r
     x = rng.standard_normal(256).astype(np.float32)
     job = dict(ctx=ctx, answer=[2 * x, None], min_time=0.0, min_repeats=2, max_repeats=2,
                warmup=0, progress=False, out=tmp_path / "t.jsonl")
-    first = pyclperf.tune(SCALE, "scale", 256, [np.zeros(256, np.float32), x],
-                          {"block_size_x": [32, 64]}, **job)
+    first = pyclperf.tune(
+        SCALE,
+        "scale",
+        256,
+        [np.zeros(256, np.float32), x],
+        {"block_size_x": [32, 64]},
+        **from_flat(job),
+    )
     _doubled(first, tmp_path / "t.jsonl")
-    again = pyclperf.tune(SCALE, "scale", 256, [np.zeros(256, np.float32), x],
-                          {"block_size_x": [32, 64, 128]}, **{**job, "out": tmp_path / "t.jsonl"})
+    again = pyclperf.tune(
+        SCALE,
+        "scale",
+        256,
+        [np.zeros(256, np.float32), x],
+        {"block_size_x": [32, 64, 128]},
+        **from_flat({**job, "out": tmp_path / "t.jsonl"}),
+    )
     assert [r["block_size_x"] for r in again.rows] == [32, 64, 128]
     assert [r["timestamp"] for r in again.rows[:2]] == [r["timestamp"] for r in first.rows]
     assert any("2 rows repeat an earlier row exactly" in r.getMessage() for r in caplog.records)

@@ -11,6 +11,7 @@ import pytest
 from pyclperf import tune
 from pyclperf.measure import conditions, residency
 from test_conditions import fake_nvml
+from pyclperf.tuner.options import from_flat
 
 FAST = dict(min_time=0.0, min_repeats=3, max_repeats=3, warmup=1, progress=False)
 COPY = """__kernel void copy(__global float* dst, __global const float* src) {
@@ -22,8 +23,14 @@ NSTREAM = """__kernel void nstream(__global float* a, __global const float* b,
 
 def test_a_rows_working_set_and_compulsory_traffic(ctx, rng):
     x = rng.standard_normal(4096).astype(np.float32)
-    res = tune(COPY, "copy", x.size, [np.empty_like(x), x], {"block_size_x": [64]}, ctx=ctx,
-               answer=[x, None], **FAST)
+    res = tune(
+        COPY,
+        "copy",
+        x.size,
+        [np.empty_like(x), x],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[x, None], **FAST)),
+    )
     row = res.rows[0]
     assert row["working_set_bytes"] == 2 * x.nbytes and row["compulsory_bytes"] == 2 * x.nbytes
     assert row["compulsory_gbps"] == pytest.approx(2 * x.nbytes / (row["median_ns"] * 1e-9) / 1e9)
@@ -35,8 +42,18 @@ def test_a_rows_working_set_and_compulsory_traffic(ctx, rng):
 def test_an_inout_argument_is_traffic_twice(ctx, rng):
     a, b, c = (rng.standard_normal(1024).astype(np.float32) for _ in range(3))
     want = a + b + np.float32(2) * c
-    res = tune(NSTREAM, "nstream", a.size, [a, b, c, np.float32(2)], {"block_size_x": [64]},
-               ctx=ctx, answer=[want, None, None, None], inout=["a"], rtol=1e-5, atol=1e-5, **FAST)
+    res = tune(
+        NSTREAM,
+        "nstream",
+        a.size,
+        [a, b, c, np.float32(2)],
+        {"block_size_x": [64]},
+        **from_flat(
+            dict(
+                ctx=ctx, answer=[want, None, None, None], inout=["a"], rtol=1e-5, atol=1e-5, **FAST
+            )
+        ),
+    )
     row = res.rows[0]
     assert row["status"] == "ok", row["error"]
     assert row["compulsory_bytes"] == 4 * a.nbytes     # a read and written, b and c read
@@ -56,8 +73,14 @@ def test_cold_flushes_before_every_timed_launch_outside_the_events(ctx, rng, mon
 
     monkeypatch.setattr("pyclperf.tuner.measure.cache_flush", counting)
     x = rng.standard_normal(4096).astype(np.float32)
-    res = tune(COPY, "copy", x.size, [np.empty_like(x), x], {"block_size_x": [64]}, ctx=ctx,
-               answer=[x, None], cold=True, isolate=False, **FAST)  # counted in this process
+    res = tune(
+        COPY,
+        "copy",
+        x.size,
+        [np.empty_like(x), x],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[x, None], cold=True, isolate=False, **FAST)),
+    )  # counted in this process
     row = res.rows[0]
     assert row["status"] == "ok" and row["cold"] is True and row["cache_resident"] is False
     assert "residency" not in row
@@ -97,8 +120,14 @@ def test_nvml_conditions_reach_the_row(ctx, rng, monkeypatch):
                                               "platform_name": "NVIDIA CUDA"})()))
     monkeypatch.setattr("pyclperf.tuner.measure.conditions_of", residency.conditions_of)
     x = rng.standard_normal(1024).astype(np.float32)
-    res = tune(COPY, "copy", x.size, [np.empty_like(x), x], {"block_size_x": [64]}, ctx=ctx,
-               answer=[x, None], isolate=False, **FAST)
+    res = tune(
+        COPY,
+        "copy",
+        x.size,
+        [np.empty_like(x), x],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[x, None], isolate=False, **FAST)),
+    )
     row = res.rows[0]
     assert row["sm_clock_mhz"] == 1395 and row["power_w"] == 412.0 and row["temperature_c"] == 51
     assert "throttled (software power cap)" in row["conditions"]

@@ -18,6 +18,7 @@ from pyclperf import cli, tune
 from pyclperf.tuner import tune as engine_tune
 from pyclperf.experiments.offset import OffsetCopy
 from pyclperf.measure.results import Results, ResultsWriteError, ResultsWriter
+from pyclperf.tuner.options import from_flat
 
 N = 1024
 SRC = """__kernel void axpy(__global float* y, __global const float* x, const float a, const int n) {
@@ -56,14 +57,14 @@ def configs(rows: list[dict]) -> list[str]:
 
 def test_resume_after_a_torn_last_line_keeps_every_row(job, tmp_path, caplog):
     out = tmp_path / "t.jsonl"
-    first = tune(**job, params=SPACE, out=out, max_fevals=3)
+    first = tune(**from_flat(dict(**job, params=SPACE, out=out, max_fevals=3)))
     assert len(first.rows) == 3
     text = out.read_text()
     cut = len(text) - len(text.splitlines()[-1]) // 2 - 1  # the last row, cut in its middle
     out.write_text(text[:cut])
     fragment = text[len(text.rstrip("\n").rsplit("\n", 1)[0]) + 1:cut]
 
-    res = tune(**job, params=SPACE, out=out)
+    res = tune(**from_flat(dict(**job, params=SPACE, out=out)))
     on_disk = whole_rows(out)
     assert configs(on_disk) == configs(res.rows)
     assert sorted(configs(res.rows)) == sorted({r["config"] for r in res.rows})  # no repeats
@@ -108,7 +109,7 @@ def test_a_full_disk_stops_tune_with_every_finished_row(job, tmp_path, monkeypat
     out = tmp_path / "full.jsonl"
     _enospc_after(monkeypatch, out, 2 * 4096)
     with pytest.raises(ResultsWriteError) as caught:
-        tune(**job, params=SPACE, out=out)
+        tune(**from_flat(dict(**job, params=SPACE, out=out)))
     _assert_stopped_and_agree(caught.value, out, 16)
 
 
@@ -152,7 +153,7 @@ def tiny_disk(tmp_path):
 def test_tune_onto_a_full_tmpfs_keeps_every_finished_row(job, tiny_disk):
     out = tiny_disk(2 * 4096) / "t.jsonl"
     with pytest.raises(ResultsWriteError) as caught:
-        tune(**job, params=SPACE, out=out)
+        tune(**from_flat(dict(**job, params=SPACE, out=out)))
     _assert_stopped_and_agree(caught.value, out, 16)
 
 
@@ -175,7 +176,7 @@ def test_a_file_that_cannot_be_written_is_one_line(on_device, tmp_path, capsys, 
     assert err == (f"pyclperf: error: cannot write {tmp_path / 'offset.jsonl'}: Is a directory; "
                    "nothing ran (the file was left as it was)")
     with pytest.raises(ResultsWriteError, match="Is a directory") as caught:
-        tune(**job, params=SPACE, out=tmp_path / "offset.jsonl")
+        tune(**from_flat(dict(**job, params=SPACE, out=tmp_path / "offset.jsonl")))
     assert caught.value.results is not None and caught.value.results.rows == []
 
 
@@ -226,20 +227,20 @@ def test_tune_interrupted_then_resumed_is_marked_only_while_unfinished(job, tmp_
 
     with monkeypatch.context() as m:
         m.setattr(engine_tune, "measure", stop_at_third)
-        cut = tune(**job, params=SPACE, out=out)
+        cut = tune(**from_flat(dict(**job, params=SPACE, out=out)))
     # Two finished, and the third's row says the run stopped while it ran.
     assert cut.meta["interrupted"] is True and len(cut.rows) == 3
     assert [r["status"] for r in cut.rows] == ["ok", "ok", "stopped"]
     back = Results.load(out)
     assert back.meta["interrupted"] is True and configs(back.rows) == configs(cut.rows)
-    whole = tune(**job, params=SPACE, out=out)  # the stopped one runs again
+    whole = tune(**from_flat(dict(**job, params=SPACE, out=out)))  # the stopped one runs again
     assert "interrupted" not in Results.load(out).meta and len(whole.rows) == 16
     assert len(Results.load(out).rows) == 16 and all(r["status"] == "ok" for r in whole.rows)
     # A resume with nothing left to run still ends the file's interrupted mark.
     with ResultsWriter(out, {}, append=True) as w:
         w.close(interrupted=True)
     assert Results.load(out).meta["interrupted"] is True
-    tune(**job, params=SPACE, out=out)
+    tune(**from_flat(dict(**job, params=SPACE, out=out)))
     # The file keeps the stopped row too, which its configuration's finished row supersedes.
     assert "interrupted" not in Results.load(out).meta and len(whole_rows(out)) == 17
 

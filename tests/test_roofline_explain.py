@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import pyclperf
-from pyclperf import cli
+from pyclperf import Verify, cli
 from pyclperf.device.program import LocalMemory
 from pyclperf.measure.results import Results
 from pyclperf.roofline import traffic
@@ -127,8 +127,15 @@ def test_explain_in_python(roofline_env, ctx):
     n = 1 << 16
     a, b = np.random.rand(n).astype(np.float32), np.random.rand(n).astype(np.float32)
     args = [np.empty_like(a), a, b, np.int32(n)]
-    res = pyclperf.tune(VADD, "vadd", n, args, params={"block_size_x": [32, 64, 128]},
-                        answer=[a + b, None, None, None], ctx=ctx)
+    res = pyclperf.tune(
+        VADD,
+        "vadd",
+        n,
+        args,
+        params={"block_size_x": [32, 64, 128]},
+        ctx=ctx,
+        verify=Verify(answer=[a + b, None, None, None]),
+    )
     found = pyclperf.explain(res, profile, source=VADD, args=args, flops=lambda cfg: n)
     fastest = min(res.rows, key=lambda r: r["time_ms"])
     assert found.best and found.config == {"block_size_x": fastest["block_size_x"]}

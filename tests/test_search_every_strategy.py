@@ -97,17 +97,36 @@ def test_a_stopped_search_leaves_no_thread_behind(name: str) -> None:
     assert not left
 
 
+def _search_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "pyclperf-search"}
+
+
 def test_a_search_closed_while_an_optimiser_waits_ends_its_thread() -> None:
+    before = _search_threads()
     s = make_strategy("dual_annealing", space(), seed=3)
     c = s.ask()                          # the optimiser's thread now waits for this answer
     assert c is not None
-    assert any(t.name == "pyclperf-search" for t in threading.enumerate())
+    assert _search_threads() - before
     s.close()
     deadline = time.monotonic() + 5
-    while any(t.name == "pyclperf-search" for t in threading.enumerate()) and time.monotonic() < deadline:
+    while _search_threads() - before and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(t.name == "pyclperf-search" for t in threading.enumerate())
+    assert not _search_threads() - before
     assert s.ask() is None
+
+
+def test_a_strategy_dropped_unclosed_ends_its_thread() -> None:
+    import gc
+
+    before = _search_threads()
+    s = make_strategy("basinhopping", space(), seed=3)
+    assert s.ask() is not None and _search_threads() - before
+    del s
+    gc.collect()
+    deadline = time.monotonic() + 5
+    while _search_threads() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _search_threads() - before
 
 
 @pytest.mark.parametrize("name", ["dual_annealing", "mls", "pso", "genetic_algorithm"])

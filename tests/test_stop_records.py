@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from pyclperf import Results, cli, tune
+from pyclperf.tuner.options import from_flat
 
 FAST = dict(min_time=0.0, min_repeats=2, max_repeats=2, warmup=0, progress=False)
 # SPIN=1 never ends; SPIN=0 copies.
@@ -64,9 +65,14 @@ def test_the_time_limit_is_said_in_the_file_and_in_one_sentence(ctx, tmp_path, c
 def test_a_configuration_past_its_timeout_has_its_row_and_the_sweep_goes_on(ctx, tmp_path, rng):
     x = rng.standard_normal(N).astype(np.float32)
     out = tmp_path / "t.jsonl"
-    res = tune(KERNEL, "k", N, [np.zeros(N, np.float32), x, np.int32(N)],
-               {"block_size_x": [64], "SPIN": [1, 0]}, ctx=ctx, answer=[x, None, None],
-               timeout=1.5, out=out, **FAST)
+    res = tune(
+        KERNEL,
+        "k",
+        N,
+        [np.zeros(N, np.float32), x, np.int32(N)],
+        {"block_size_x": [64], "SPIN": [1, 0]},
+        **from_flat(dict(ctx=ctx, answer=[x, None, None], timeout=1.5, out=out, **FAST)),
+    )
     spun, copied = res.rows
     assert spun["status"] == "timeout" and 1.5 <= spun["ran_s"] < 10, spun
     assert copied["status"] == "ok"
@@ -91,11 +97,11 @@ def test_a_stopped_configuration_runs_again_on_resume(ctx, tmp_path, rng):
                args=[np.zeros(N, np.float32), source, np.int32(N)],
                params={"block_size_x": [32, 64, 128], "SPIN": [0]},
                answer=[x, None, None], **FAST)
-    first = tune(**job)
+    first = tune(**from_flat(job))
     assert [r["status"] for r in first.rows] == ["ok", "stopped"]
     assert first.meta["stop"]["in_flight"] == "SPIN=0,block_size_x=64"
     flag.unlink()
-    again = tune(**job)
+    again = tune(**from_flat(job))
     assert [(r["block_size_x"], r["status"]) for r in again.rows] == [(32, "ok"), (64, "ok"),
                                                                       (128, "ok")]
     loaded = Results.load(out)
@@ -104,8 +110,14 @@ def test_a_stopped_configuration_runs_again_on_resume(ctx, tmp_path, rng):
 
 
 def test_an_empty_results_keeps_its_columns(ctx):
-    res = tune(KERNEL, "k", N, [np.zeros(N, np.float32), np.zeros(N, np.float32), np.int32(N)],
-               {"block_size_x": [64], "SPIN": [0]}, ctx=ctx, time_limit=0, **FAST)
+    res = tune(
+        KERNEL,
+        "k",
+        N,
+        [np.zeros(N, np.float32), np.zeros(N, np.float32), np.int32(N)],
+        {"block_size_x": [64], "SPIN": [0]},
+        **from_flat(dict(ctx=ctx, time_limit=0, **FAST)),
+    )
     assert res.rows == [] and res.meta["stop"]["stopped"] == "time limit"
     assert list(res.df.columns) == ["block_size_x", "SPIN", "config", "status", "error",
                                     "verified"]

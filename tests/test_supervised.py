@@ -14,6 +14,7 @@ import pytest
 import pyclperf
 from pyclperf import KernelRunError, run_kernel, tune
 from pyclperf.testing import assert_kernel
+from pyclperf.tuner.options import from_flat
 
 FAST = dict(min_time=0.0, min_repeats=2, max_repeats=2, warmup=0, progress=False)
 
@@ -51,8 +52,14 @@ N = 65536
 @pytest.mark.parametrize("offset", (1100, 16384, 10**6))
 def test_a_write_past_the_end_is_measured_and_costs_only_its_configuration(ctx, rng, offset):
     a = rng.standard_normal(N).astype(np.float32)
-    res = tune(OVERRUN, "over", N, [np.empty_like(a), a], {"block_size_x": [64], "OFF": [offset]},
-               ctx=ctx, verify=lambda c, outputs: True, **FAST)
+    res = tune(
+        OVERRUN,
+        "over",
+        N,
+        [np.empty_like(a), a],
+        {"block_size_x": [64], "OFF": [offset]},
+        **from_flat(dict(ctx=ctx, verify=lambda c, outputs: True, **FAST)),
+    )
     row = res.rows[0]
     assert row["status"] == "out of bounds", row
     # The real extent, not the guard zone's size: the kernel writes out[OFF .. OFF + N - 1].
@@ -61,8 +68,14 @@ def test_a_write_past_the_end_is_measured_and_costs_only_its_configuration(ctx, 
     assert f"{last - N + 1} elements past the end" in row["error"], row
     assert f"elements {max(N, offset)} to {last} changed" in row["error"], row
     # This process is alive and the next sweep runs normally.
-    again = tune(COPY, "copy", 1024, [np.empty(1024, np.float32), a[:1024]], {"block_size_x": [64]},
-                 ctx=ctx, answer=[a[:1024], None], **FAST)
+    again = tune(
+        COPY,
+        "copy",
+        1024,
+        [np.empty(1024, np.float32), a[:1024]],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[a[:1024], None], **FAST)),
+    )
     assert again.rows[0]["status"] == "ok", again.rows[0]
 
 
@@ -79,8 +92,14 @@ def test_a_sweep_of_writes_ever_further_past_the_end_costs_each_its_own_configur
     def verify(config, outputs):
         return config["OFF"] != 0 or np.array_equal(outputs[0], a)
 
-    res = tune(OVERRUN, "over", N, [np.empty_like(a), a], {"block_size_x": [64], "OFF": offsets},
-               ctx=ctx, verify=verify, **FAST)
+    res = tune(
+        OVERRUN,
+        "over",
+        N,
+        [np.empty_like(a), a],
+        {"block_size_x": [64], "OFF": offsets},
+        **from_flat(dict(ctx=ctx, verify=verify, **FAST)),
+    )
     rows = {r["OFF"]: r for r in res.rows}
     assert sorted(rows) == sorted(offsets), res.df
     for offset in offsets[:3]:
@@ -94,15 +113,27 @@ def test_a_sweep_of_writes_ever_further_past_the_end_costs_each_its_own_configur
     else:
         assert far["status"] in ("out of bounds", "crashed", "launch failed"), far
     assert rows[0]["status"] == "ok" and rows[0]["verified"], rows[0]
-    again = tune(COPY, "copy", 1024, [np.empty(1024, np.float32), a[:1024]], {"block_size_x": [64]},
-                 ctx=ctx, answer=[a[:1024], None], **FAST)
+    again = tune(
+        COPY,
+        "copy",
+        1024,
+        [np.empty(1024, np.float32), a[:1024]],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[a[:1024], None], **FAST)),
+    )
     assert again.rows[0]["status"] == "ok", again.rows[0]
 
 
 def test_a_crashing_configuration_is_crashed_and_the_others_run(ctx):
     x = np.arange(256, dtype=np.float32)
-    res = tune(COPY, "copy", 256, [np.empty_like(x), _crash_if_asked],
-               {"block_size_x": [32, 64], "CRASH": [0, 1]}, ctx=ctx, answer=[x, None], **FAST)
+    res = tune(
+        COPY,
+        "copy",
+        256,
+        [np.empty_like(x), _crash_if_asked],
+        {"block_size_x": [32, 64], "CRASH": [0, 1]},
+        **from_flat(dict(ctx=ctx, answer=[x, None], **FAST)),
+    )
     assert [r["status"] for r in res.rows] == ["ok", "crashed", "ok", "crashed"], res.df
     crashed = [r for r in res.rows if r["status"] == "crashed"]
     assert all(r["CRASH"] == 1 for r in crashed)
@@ -111,8 +142,14 @@ def test_a_crashing_configuration_is_crashed_and_the_others_run(ctx):
 
 def test_a_kernel_that_never_ends_is_a_timeout_within_its_limit(ctx):
     t0 = time.monotonic()
-    res = tune(SPIN, "spin", 64, [np.empty(64, np.float32), np.int32(1)], {"block_size_x": [64]},
-               ctx=ctx, timeout=2, **FAST)
+    res = tune(
+        SPIN,
+        "spin",
+        64,
+        [np.empty(64, np.float32), np.int32(1)],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, timeout=2, **FAST)),
+    )
     took = time.monotonic() - t0
     row = res.rows[0]
     assert row["status"] == "timeout" and "time limit of 2 s" in row["error"], row
@@ -122,8 +159,14 @@ def test_a_kernel_that_never_ends_is_a_timeout_within_its_limit(ctx):
 
 def test_time_limit_bounds_the_whole_run_even_while_a_kernel_hangs(ctx):
     t0 = time.monotonic()
-    res = tune(SPIN, "spin", 64, [np.empty(64, np.float32), np.int32(1)],
-               {"block_size_x": [16, 32, 64]}, ctx=ctx, time_limit=2, **FAST)
+    res = tune(
+        SPIN,
+        "spin",
+        64,
+        [np.empty(64, np.float32), np.int32(1)],
+        {"block_size_x": [16, 32, 64]},
+        **from_flat(dict(ctx=ctx, time_limit=2, **FAST)),
+    )
     assert time.monotonic() - t0 < 2 + 2 + 10
     # The configuration the limit cut short has its row, saying so; the stop says why.
     (row,) = res.rows
@@ -161,9 +204,14 @@ def test_ctrl_c_during_a_hung_kernel_returns_at_once_with_the_finished_rows(ctx,
     watcher = threading.Thread(target=interrupt_during_the_spin, daemon=True)
     watcher.start()
     try:
-        res = tune(spin_after_first, "copy_or_spin", 64, [np.empty_like(x), x, np.int32(1)],
-                   {"block_size_x": [64], "SPIN": [0, 1]}, ctx=ctx, answer=[x, None, None],
-                   out=out, **FAST)
+        res = tune(
+            spin_after_first,
+            "copy_or_spin",
+            64,
+            [np.empty_like(x), x, np.int32(1)],
+            {"block_size_x": [64], "SPIN": [0, 1]},
+            **from_flat(dict(ctx=ctx, answer=[x, None, None], out=out, **FAST)),
+        )
     finally:
         done.set()
         watcher.join()
@@ -188,8 +236,14 @@ def test_a_const_input_changed_by_the_launch_is_named(ctx, rng):
         ((__global float*)a)[i] = -1.0f;   // writes an input the kernel declares const
     }"""
     a = rng.standard_normal(256).astype(np.float32)
-    res = tune(src, "cast_away", 256, [np.empty_like(a), a], {"block_size_x": [64]}, ctx=ctx,
-               answer=[a, None], **FAST)
+    res = tune(
+        src,
+        "cast_away",
+        256,
+        [np.empty_like(a), a],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[a, None], **FAST)),
+    )
     row = res.rows[0]
     assert row["status"] == "out of bounds", row
     assert "argument 1 ('a'), an input declared const, was changed" in row["error"]
@@ -228,11 +282,23 @@ def test_a_job_that_cannot_be_sent_to_the_worker_is_refused_in_words(ctx):
 
     x = np.arange(64, dtype=np.float32)
     with pytest.raises(TypeError, match="isolate=False"):
-        tune(COPY, "copy", 64, [np.empty_like(x), x], {"block_size_x": [64]}, ctx=ctx,
-             reference=reference, **FAST)
+        tune(
+            COPY,
+            "copy",
+            64,
+            [np.empty_like(x), x],
+            {"block_size_x": [64]},
+            **from_flat(dict(ctx=ctx, reference=reference, **FAST)),
+        )
     # The same job in this process, unprotected, runs.
-    res = tune(COPY, "copy", 64, [np.empty_like(x), x], {"block_size_x": [64]}, ctx=ctx,
-               reference=reference, isolate=False, **FAST)
+    res = tune(
+        COPY,
+        "copy",
+        64,
+        [np.empty_like(x), x],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, reference=reference, isolate=False, **FAST)),
+    )
     assert res.rows[0]["status"] == "ok"
 
 

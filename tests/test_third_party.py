@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from pyclperf import LocalMemory, tune
+from pyclperf import Launch, Timing, Verify, LocalMemory, tune
+from pyclperf.tuner.options import from_flat
 
 CONV2D = """
 // Naive 2-D convolution, 'valid' region, filter FW x FH held in global memory.
@@ -52,11 +53,17 @@ def test_conv2d_sweep(ctx, rng):
     filt = rng.standard_normal((f, f)).astype(np.float32)
     want = _conv_reference(img, filt)
     out = np.empty((h - f + 1) * (w - f + 1), np.float32)
-    res = tune(CONV2D, "conv2d", (w - f + 1, h - f + 1), [out, img, filt, w, h],
-               {"block_size_x": [8, 16, 32], "block_size_y": [1, 4, 8], "FW": [f], "FH": [f]},
-               ctx=ctx, answer=[want.ravel(), None, None, None, None], rtol=1e-4, atol=1e-4,
-               metrics={"GFLOP/s": lambda c, s: 2 * f * f * want.size / s / 1e9},
-               min_time=0.0, min_repeats=3, max_repeats=3)
+    res = tune(
+        CONV2D,
+        "conv2d",
+        (w - f + 1, h - f + 1),
+        [out, img, filt, w, h],
+        {"block_size_x": [8, 16, 32], "block_size_y": [1, 4, 8], "FW": [f], "FH": [f]},
+        ctx=ctx,
+        metrics={"GFLOP/s": lambda c, s: 2 * f * f * want.size / s / 1e9},
+        verify=Verify(answer=[want.ravel(), None, None, None, None], rtol=1e-4, atol=1e-4),
+        timing=Timing(min_time=0.0, min_repeats=3, max_repeats=3),
+    )
     assert len(res.rows) == 9
     assert all(r["status"] == "ok" for r in res.rows), [r.get("error") for r in res.rows]
     assert all(r["GFLOP/s"] > 0 for r in res.rows)
@@ -71,9 +78,16 @@ def test_reduction_sweep(ctx, rng, n):
         groups = -(-n // wg)
         padded = np.concatenate([x, np.zeros(groups * wg - n, np.float32)])
         want = padded.reshape(groups, wg).astype(np.float64).sum(axis=1).astype(np.float32)
-        res = tune(REDUCE, "partial_sums", n, [np.empty(groups, np.float32), x, n, LocalMemory(4 * wg)],
-                   {"block_size_x": [wg]}, ctx=ctx, answer=[want, None, None, None],
-                   rtol=1e-4, atol=1e-4, min_time=0.0, min_repeats=3, max_repeats=3)
+        res = tune(
+            REDUCE,
+            "partial_sums",
+            n,
+            [np.empty(groups, np.float32), x, n, LocalMemory(4 * wg)],
+            {"block_size_x": [wg]},
+            ctx=ctx,
+            verify=Verify(answer=[want, None, None, None], rtol=1e-4, atol=1e-4),
+            timing=Timing(min_time=0.0, min_repeats=3, max_repeats=3),
+        )
         assert res.rows[0]["status"] == "ok", res.rows[0].get("error")
         assert np.isclose(want.astype(np.float64).sum(), x.astype(np.float64).sum(), rtol=1e-4, atol=1e-3)
 
@@ -184,8 +198,16 @@ def test_babelstream_kernels_as_babelstream_launches_them(ctx, stream_arrays, na
         a, b, c = (stream_arrays[k].astype(t) for k in "abc")
         return [None if e is None else np.asarray(e, dtype=t) for e in expect(a, b, c, t(0.4))]
 
-    res = tune(BABELSTREAM, name, STREAM_N, arrays, STREAM_PARAMS, ctx=ctx, reference=reference,
-               rtol=1e-6, atol=1e-6, min_time=0.0, min_repeats=3, max_repeats=3)
+    res = tune(
+        BABELSTREAM,
+        name,
+        STREAM_N,
+        arrays,
+        STREAM_PARAMS,
+        ctx=ctx,
+        verify=Verify(reference=reference, rtol=1e-6, atol=1e-6),
+        timing=Timing(min_time=0.0, min_repeats=3, max_repeats=3),
+    )
     assert [r["status"] for r in res.rows] == ["ok", "ok"], [r["error"] for r in res.rows]
     assert all(r["local_size"] == "auto" and r["global_size"] == f"({STREAM_N},)" for r in res.rows)
 
@@ -200,8 +222,16 @@ def test_babelstream_nstream_is_an_inout_kernel(ctx, stream_arrays, inout):
     def reference(config, a, b, c):
         return [a + b + a.dtype.type(0.4) * c, None, None]
 
-    res = tune(BABELSTREAM, "nstream", STREAM_N, [a, b, c], STREAM_PARAMS, ctx=ctx, inout=inout,
-               reference=reference, min_time=0.0, min_repeats=5, max_repeats=5)
+    res = tune(
+        BABELSTREAM,
+        "nstream",
+        STREAM_N,
+        [a, b, c],
+        STREAM_PARAMS,
+        ctx=ctx,
+        verify=Verify(inout=inout, reference=reference),
+        timing=Timing(min_time=0.0, min_repeats=5, max_repeats=5),
+    )
     assert [r["status"] for r in res.rows] == ["ok", "ok"], [r["error"] for r in res.rows]
     note = ("argument 0 ('a') is read and written by the kernel (in/out): the outputs changed "
             "with what 'a' held before the launch, so it was verified with its input")
@@ -222,10 +252,17 @@ def test_babelstream_dot_needs_a_reference_of_the_configuration(ctx, stream_arra
         partial = per_item.reshape(config["dot_num_groups"], -1).sum(axis=1)
         return [None, None, partial.astype(a.dtype), None, None]
 
-    res = tune(BABELSTREAM, "stream_dot", "dot_num_groups",
-               [_typed(stream_arrays["a"]), _typed(stream_arrays["b"]), sums, wgsum, STREAM_N],
-               params, ctx=ctx, grid_div_x=[], reference=reference, rtol=1e-3, atol=1e-3,
-               min_time=0.0, min_repeats=3, max_repeats=3)
+    res = tune(
+        BABELSTREAM,
+        "stream_dot",
+        "dot_num_groups",
+        [_typed(stream_arrays["a"]), _typed(stream_arrays["b"]), sums, wgsum, STREAM_N],
+        params,
+        ctx=ctx,
+        launch=Launch(grid_div_x=[]),
+        verify=Verify(reference=reference, rtol=1e-3, atol=1e-3),
+        timing=Timing(min_time=0.0, min_repeats=3, max_repeats=3),
+    )
     assert [r["status"] for r in res.rows] == ["ok"] * 8, [r["error"] for r in res.rows]
     assert {r["global_size"] for r in res.rows} == {"(128,)", "(256,)", "(512,)", "(1024,)"}
 
@@ -319,9 +356,17 @@ def test_kernel_tuner_reduction_example(ctx, rng):
             return False, "a group past num_blocks wrote a partial sum"
         return bool(np.isclose(written.astype(np.float64).sum(), total, rtol=1e-4)), "sum differs"
 
-    res = tune(KT_REDUCTION, "sum_floats", "num_blocks", [np.zeros(32, np.float32), x, np.int32(size)],
-               params, ctx=ctx, grid_div_x=[], verify=verify, poison=["sum_global"],
-               min_time=0.0, min_repeats=2, max_repeats=2)
+    res = tune(
+        KT_REDUCTION,
+        "sum_floats",
+        "num_blocks",
+        [np.zeros(32, np.float32), x, np.int32(size)],
+        params,
+        ctx=ctx,
+        launch=Launch(grid_div_x=[]),
+        verify=Verify(verify=verify, poison=["sum_global"]),
+        timing=Timing(min_time=0.0, min_repeats=2, max_repeats=2),
+    )
     assert len(res.rows) == 12
     assert all(r["status"] == "ok" for r in res.rows), [r["error"] for r in res.rows]
 
@@ -343,17 +388,28 @@ def test_kernel_tuner_stencil_example_writes_only_the_interior(ctx, rng):
     params = {"block_size_x": [32, 64], "block_size_y": [1, 4]}
     common = dict(ctx=ctx, grid_div_x=["block_size_x"], grid_div_y=["block_size_y"],
                   min_time=0.0, min_repeats=1, max_repeats=1, warmup=0)
-    res = tune(KT_STENCIL, "stencil_kernel", (w, h), [x_old.copy(), x_old], params,
-               answer=[want.astype(np.float32).ravel(), None], **common)
+    res = tune(
+        KT_STENCIL,
+        "stencil_kernel",
+        (w, h),
+        [x_old.copy(), x_old],
+        params,
+        **from_flat(dict(answer=[want.astype(np.float32).ravel(), None], **common)),
+    )
     assert [r["status"] for r in res.rows] == ["ok"] * 4, [r["error"] for r in res.rows]
     border = 2 * w + 2 * (h - 2)
     assert all(f"the kernel never writes {border} of its {w * h} elements (0, 1, 2, 3, 4, 5, ..."
                in r["notes"] for r in res.rows), res.rows[0]["notes"]
     zeroed = want.copy()
     zeroed[0, :] = zeroed[-1, :] = zeroed[:, 0] = zeroed[:, -1] = 0.0
-    bad = tune(KT_STENCIL, "stencil_kernel", (w, h), [x_old.copy(), x_old],
-               {"block_size_x": [32], "block_size_y": [4]},
-               answer=[zeroed.astype(np.float32).ravel(), None], **common)
+    bad = tune(
+        KT_STENCIL,
+        "stencil_kernel",
+        (w, h),
+        [x_old.copy(), x_old],
+        {"block_size_x": [32], "block_size_y": [4]},
+        **from_flat(dict(answer=[zeroed.astype(np.float32).ravel(), None], **common)),
+    )
     assert bad.rows[0]["status"] == "wrong result"
     assert (f"The kernel never writes {border} of the {w * h} elements of 'x_new'"
             in bad.rows[0]["error"]), bad.rows[0]["error"]
@@ -395,8 +451,16 @@ def test_gpubench_in_place_read_benchmark(ctx, rng):
     for _ in range(500):  # the kernel's own order of float32 additions
         want += data
     pc = np.array([32, vec4s - 1, 1_000_000], np.uint32)
-    res = tune(GPUBENCH_L2, "run_benchmark", vec4s, [data, pc], {"block_size_x": [256]}, ctx=ctx,
-               answer=[want, None], min_time=0.0, min_repeats=3, max_repeats=3)
+    res = tune(
+        GPUBENCH_L2,
+        "run_benchmark",
+        vec4s,
+        [data, pc],
+        {"block_size_x": [256]},
+        ctx=ctx,
+        verify=Verify(answer=[want, None]),
+        timing=Timing(min_time=0.0, min_repeats=3, max_repeats=3),
+    )
     assert res.rows[0]["status"] == "ok", res.rows[0]["error"]
     assert "argument 0 ('data') is read and written by the kernel (in/out)" in res.rows[0]["notes"]
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pyclperf.tuner.options import from_flat
 
 jsonschema = pytest.importorskip("jsonschema", reason="validating against Kernel Tuner's schemas needs jsonschema")
 
@@ -67,16 +68,35 @@ def test_grid_divisor_expressions_and_t4_export(ctx, vadd, tmp_path):
     src = VECTOR_ADD.replace("int i = get_global_id(0);\n    if (i<n) {\n        c[i] = a[i] + b[i];\n    }",
                              "for (int k = 0; k < tile; ++k) { int i = get_group_id(0) * block_size_x * tile"
                              " + k * block_size_x + get_local_id(0); if (i < n) c[i] = a[i] + b[i]; }")
-    res = tune(src, "vector_add", N, args, tune_params={"block_size_x": [32, 64], "tile": [1, 4]},
-               ctx=ctx, grid_div_x=["block_size_x*tile"], answer=answer, **FAST)
+    res = tune(
+        src,
+        "vector_add",
+        N,
+        args,
+        **from_flat(
+            dict(
+                tune_params={"block_size_x": [32, 64], "tile": [1, 4]},
+                ctx=ctx,
+                grid_div_x=["block_size_x*tile"],
+                answer=answer,
+                **FAST,
+            )
+        ),
+    )
     assert [r["status"] for r in res.rows] == ["ok"] * 4
     assert {r["global_size"] for r in res.rows if r["tile"] == 4} == {"(2528,)", "(2560,)"}
     path = write_t4(res, tmp_path / "t4.json")
     jsonschema.validate(json.loads(path.read_text()),
                         json.loads((DATA / "T4-results-schema-1.0.0.json").read_text()))
     with pytest.raises(ValueError, match="grid divisor.*nope"):
-        tune(src, "vector_add", N, args, {"block_size_x": [32], "tile": [1]}, ctx=ctx,
-             grid_div_x=["nope*2"], **FAST)
+        tune(
+            src,
+            "vector_add",
+            N,
+            args,
+            {"block_size_x": [32], "tile": [1]},
+            **from_flat(dict(ctx=ctx, grid_div_x=["nope*2"], **FAST)),
+        )
 
 
 @pytest.mark.parametrize("strategy", ["random_sample", "bayes_opt"])
@@ -87,12 +107,22 @@ def test_strategies_share_the_resumable_file_and_respect_the_budget(ctx, vadd, t
     out = tmp_path / "s.jsonl"
     common = dict(ctx=ctx, answer=answer, restrictions=["tile != 3"], strategy=strategy, seed=1,
                   out=out, **FAST)
-    first = tune(VECTOR_ADD, "vector_add", N, args, params, max_fevals=4, **common)
+    first = tune(
+        VECTOR_ADD, "vector_add", N, args, params, **from_flat(dict(max_fevals=4, **common))
+    )
     assert len(first.rows) == 4 and all(r["tile"] != 3 for r in first.rows)
-    second = tune(VECTOR_ADD, "vector_add", N, args, params, max_fevals=7, **common)
+    second = tune(
+        VECTOR_ADD, "vector_add", N, args, params, **from_flat(dict(max_fevals=7, **common))
+    )
     keys = [r["config"] for r in pyclperf.Results.load(out).rows]
     assert len(second.rows) == 7 and len(keys) == len(set(keys)) == 7  # nothing ran twice
     assert all(r["status"] == "ok" for r in second.rows)
-    timed = tune(VECTOR_ADD, "vector_add", N, args, params, time_limit=0.0,
-                 **{**common, "out": tmp_path / "t.jsonl"})
+    timed = tune(
+        VECTOR_ADD,
+        "vector_add",
+        N,
+        args,
+        params,
+        **from_flat(dict(time_limit=0.0, **{**common, "out": tmp_path / "t.jsonl"})),
+    )
     assert len(timed.rows) <= 1

@@ -8,6 +8,7 @@ import pytest
 
 from pyclperf import KernelRunError, LocalMemory, run_kernel, tune
 from pyclperf.device.icd import find_oclgrind
+from pyclperf.tuner.options import from_flat
 
 pytestmark = pytest.mark.skipif(find_oclgrind() is None,
                                 reason="Oclgrind is not installed (apt-get install oclgrind)")
@@ -60,11 +61,24 @@ def test_a_gemm_launched_with_the_wrong_work_group_shape_is_named(ctx, rng):
     a = rng.standard_normal((k, m)).astype(np.float32)   # column-major M x K: A[k*M + m]
     b = rng.standard_normal((n, k)).astype(np.float32)   # column-major K x N: B[n*K + k]
     c = (b.astype(np.float64) @ a.astype(np.float64)).astype(np.float32)  # C[n*M + m]
-    res = tune(MYGEMM3, "myGEMM3", (m, n),
-               [np.int32(m), np.int32(n), np.int32(k), a, b, np.empty((n, m), np.float32)],
-               {"TS": [16], "WPT": [4], "block_size_x": [16], "block_size_y": [4, 16]},
-               global_size=lambda cfg: (m, n // cfg["WPT"]), ctx=ctx,
-               answer=[None] * 5 + [c], rtol=1e-4, atol=1e-4, check="memory", **FAST)
+    res = tune(
+        MYGEMM3,
+        "myGEMM3",
+        (m, n),
+        [np.int32(m), np.int32(n), np.int32(k), a, b, np.empty((n, m), np.float32)],
+        {"TS": [16], "WPT": [4], "block_size_x": [16], "block_size_y": [4, 16]},
+        **from_flat(
+            dict(
+                global_size=lambda cfg: (m, n // cfg["WPT"]),
+                ctx=ctx,
+                answer=[None] * 5 + [c],
+                rtol=1e-4,
+                atol=1e-4,
+                check="memory",
+                **FAST,
+            )
+        ),
+    )
     rows = {r["block_size_y"]: r for r in res.rows}
     assert rows[4]["status"] == "ok", rows[4]          # (TS, TS/WPT): the shape it is written for
     wrong = rows[16]
@@ -83,10 +97,22 @@ def test_local_memory_smaller_than_the_work_group_uses_is_out_of_bounds(ctx):
     want = np.arange(64, dtype=np.float32)
     # Without the check this runs as 'ok' (the device does not catch the __local overrun).
     args = [np.empty(64, np.float32), LocalMemory(4 * 16)]
-    plain = tune(src, "stage", 64, args, {"block_size_x": [64]}, ctx=ctx, answer=[want, None],
-                 **FAST)
-    checked = tune(src, "stage", 64, args, {"block_size_x": [64]}, ctx=ctx, answer=[want, None],
-                   check="memory", **FAST)
+    plain = tune(
+        src,
+        "stage",
+        64,
+        args,
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[want, None], **FAST)),
+    )
+    checked = tune(
+        src,
+        "stage",
+        64,
+        args,
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[want, None], check="memory", **FAST)),
+    )
     row = checked.rows[0]
     assert row["status"] == "out of bounds" and "'tmp'" in row["error"], (plain.rows[0], row)
 
@@ -106,5 +132,11 @@ def test_run_kernel_memory_check_raises_with_the_line(ctx):
 
 def test_an_unknown_check_is_refused(ctx):
     with pytest.raises(ValueError, match="check="):
-        tune("__kernel void k(__global float* x) { x[0] = 1; }", "k", 1,
-             [np.empty(1, np.float32)], {"block_size_x": [1]}, ctx=ctx, check="races", **FAST)
+        tune(
+            "__kernel void k(__global float* x) { x[0] = 1; }",
+            "k",
+            1,
+            [np.empty(1, np.float32)],
+            {"block_size_x": [1]},
+            **from_flat(dict(ctx=ctx, check="races", **FAST)),
+        )

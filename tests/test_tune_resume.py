@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from pyclperf import tune
+from pyclperf.tuner.options import from_flat
 
 N = 1024
 SRC = """__kernel void axpy(__global float* y, __global const float* x, const float a, const int n) {
@@ -28,8 +29,8 @@ def _changed(job, key, value):
 
 def test_resume_continues_when_nothing_changed(job, tmp_path):
     out = tmp_path / "r.jsonl"
-    first = tune(**job, out=out)
-    again = tune(**job, out=out)
+    first = tune(**from_flat(dict(**job, out=out)))
+    again = tune(**from_flat(dict(**job, out=out)))
     assert len(again.rows) == 2 and [r["status"] for r in first.rows] == ["ok", "ok"]
     assert len(out.read_text().splitlines()) == 3  # nothing ran twice
 
@@ -38,7 +39,7 @@ def test_resume_continues_when_nothing_changed(job, tmp_path):
                                   "grid_div", "restrictions", "problem_size"])
 def test_each_defining_input_refuses_resume(job, tmp_path, what):
     out = tmp_path / "r.jsonl"
-    tune(**job, out=out)
+    tune(**from_flat(dict(**job, out=out)))
     x2 = job["args"][1] + 1
     change = {
         "source": ("source", SRC + "\n// edited\n", "kernel source"),
@@ -53,9 +54,9 @@ def test_each_defining_input_refuses_resume(job, tmp_path, what):
     }[what]
     key, value, label = change
     with pytest.raises(ValueError, match=f"cannot resume .*{label}.* changed.*new file.*resume=False"):
-        tune(**_changed(job, key, value), out=out)
+        tune(**from_flat(dict(**_changed(job, key, value), out=out)))
     # resume=False starts the file again.
-    res = tune(**_changed(job, key, value), out=out, resume=False)
+    res = tune(**from_flat(dict(**_changed(job, key, value), out=out, resume=False)))
     assert res.rows
 
 
@@ -63,30 +64,30 @@ def test_each_defining_input_refuses_resume(job, tmp_path, what):
                                           (("version",), "pyclperf's version")])
 def test_device_driver_and_version_refuse_resume(job, tmp_path, field, label):
     out = tmp_path / "r.jsonl"
-    tune(**job, out=out)
+    tune(**from_flat(dict(**job, out=out)))
     lines = out.read_text().splitlines()
     meta = json.loads(lines[0])
     meta["defining"][field[0]] = "0000000000000000"
     out.write_text("\n".join([json.dumps(meta)] + lines[1:]) + "\n")
     with pytest.raises(ValueError, match=label):
-        tune(**job, out=out)
+        tune(**from_flat(dict(**job, out=out)))
 
 
 def test_a_lambda_over_another_value_is_another_input(job, tmp_path):
     out = tmp_path / "r.jsonl"
     n = N
-    tune(**job, out=out, global_size=lambda c: [n])
+    tune(**from_flat(dict(**job, out=out, global_size=lambda c: [n])))
     n = N * 2  # the same code, closing over another value  # noqa: F841
     with pytest.raises(ValueError, match="launch geometry"):
-        tune(**job, out=out, global_size=lambda c: [N * 2])
+        tune(**from_flat(dict(**job, out=out, global_size=lambda c: [N * 2])))
 
 
 def test_a_file_without_defining_inputs_is_refused(job, tmp_path):
     out = tmp_path / "r.jsonl"
-    tune(**job, out=out)
+    tune(**from_flat(dict(**job, out=out)))
     lines = out.read_text().splitlines()
     meta = json.loads(lines[0])
     del meta["defining"]
     out.write_text("\n".join([json.dumps(meta)] + lines[1:]) + "\n")
     with pytest.raises(ValueError, match="records no defining inputs"):
-        tune(**job, out=out)
+        tune(**from_flat(dict(**job, out=out)))

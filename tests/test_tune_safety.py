@@ -10,6 +10,7 @@ import pytest
 
 import pyclperf
 from pyclperf import LocalMemory, run_kernel, tune
+from pyclperf.tuner.options import from_flat
 
 FAST = dict(min_time=0.0, min_repeats=2, max_repeats=2, warmup=1)
 
@@ -35,8 +36,14 @@ def test_object_array_is_refused_before_the_device(ctx):
 def test_unbounded_kernel_on_a_ragged_size_is_out_of_bounds_not_a_crash(ctx, rng):
     n = 1_000_000  # the first report's stream copy: 256 does not divide it, 64 does
     a = rng.standard_normal(n).astype(np.float32)
-    res = tune(COPY, "copy", n, [a, np.empty_like(a)], {"block_size_x": [64, 256]}, ctx=ctx,
-               answer=[None, a], **FAST)
+    res = tune(
+        COPY,
+        "copy",
+        n,
+        [a, np.empty_like(a)],
+        {"block_size_x": [64, 256]},
+        **from_flat(dict(ctx=ctx, answer=[None, a], **FAST)),
+    )
     by = {r["block_size_x"]: r for r in res.rows}
     assert by[64]["status"] == "ok", by[64]["error"]
     assert by[256]["status"] == "out of bounds"
@@ -50,8 +57,14 @@ def test_unbounded_kernel_on_a_ragged_size_is_out_of_bounds_not_a_crash(ctx, rng
 def test_deliberate_out_of_bounds_write_is_reported_and_process_lives(ctx):
     src = """__kernel void oob(__global float* out, const int n) {
         const int i = get_global_id(0); out[i] = 1.0f; if (i == 0) out[n + 100] = 2.0f; }"""
-    res = tune(src, "oob", 256, [np.zeros(256, np.float32), 256], {"block_size_x": [64]},
-               ctx=ctx, answer=[np.ones(256, np.float32), None], **FAST)
+    res = tune(
+        src,
+        "oob",
+        256,
+        [np.zeros(256, np.float32), 256],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[np.ones(256, np.float32), None], **FAST)),
+    )
     row = res.rows[0]
     assert row["status"] == "out of bounds" and "'out'" in row["error"]
     assert "101 elements past the end (element 356 changed; 1 element in all)" in row["error"]
@@ -65,8 +78,14 @@ def test_deliberate_out_of_bounds_write_is_reported_and_process_lives(ctx):
 
 def test_type_parameter_with_mismatched_arrays_is_invalid_not_an_abort(ctx, rng):
     x = rng.standard_normal(1000).astype(np.float32)
-    res = tune(TYPED, "scale", 1000, [np.empty_like(x), x, 1000], {"TYPE": ["float", "double"],
-               "block_size_x": [64]}, ctx=ctx, answer=[2 * x, None, None], **FAST)
+    res = tune(
+        TYPED,
+        "scale",
+        1000,
+        [np.empty_like(x), x, 1000],
+        {"TYPE": ["float", "double"], "block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[2 * x, None, None], **FAST)),
+    )
     by = {r["TYPE"]: r for r in res.rows}
     assert by["float"]["status"] == "ok"
     assert by["double"]["status"] == "invalid"
@@ -77,30 +96,60 @@ def test_arguments_as_callables_of_the_configuration(ctx, rng):
     x64 = rng.standard_normal(1000)
     dtype = {"float": np.float32, "double": np.float64}
     args = [lambda c: np.empty(1000, dtype[c["TYPE"]]), lambda c: x64.astype(dtype[c["TYPE"]]), 1000]
-    res = tune(TYPED, "scale", 1000, args, {"TYPE": ["float", "double"], "block_size_x": [64]},
-               ctx=ctx, reference=lambda c, y, x, n: [2 * x, None, None], **FAST)
+    res = tune(
+        TYPED,
+        "scale",
+        1000,
+        args,
+        {"TYPE": ["float", "double"], "block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, reference=lambda c, y, x, n: [2 * x, None, None], **FAST)),
+    )
     assert [r["status"] for r in res.rows] == ["ok", "ok"], [r["error"] for r in res.rows]
 
 
 @pytest.mark.parametrize("dtype, needle", [(np.float64, "holds float, but the array is float64"),
                                            (np.int32, "holds float, but the array is int32")])
 def test_array_dtype_checked_against_the_declared_pointer(ctx, dtype, needle):
-    res = tune(COPY, "copy", 64, [np.ones(64, dtype), np.zeros(64, np.float32)],
-               {"block_size_x": [64]}, ctx=ctx, **FAST)
+    res = tune(
+        COPY,
+        "copy",
+        64,
+        [np.ones(64, dtype), np.zeros(64, np.float32)],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, **FAST)),
+    )
     assert res.rows[0]["status"] == "invalid" and needle in res.rows[0]["error"]
 
 
 def test_scalar_and_local_arguments_checked(ctx):
     src = """__kernel void k(__global float* y, const float a, __local float* s) {
         s[get_local_id(0)] = a; barrier(CLK_LOCAL_MEM_FENCE); y[get_global_id(0)] = s[0]; }"""
-    ok = tune(src, "k", 64, [np.zeros(64, np.float32), 3.0, LocalMemory(256)], {"block_size_x": [64]},
-              ctx=ctx, answer=[np.full(64, 3, np.float32), None, None], **FAST)
+    ok = tune(
+        src,
+        "k",
+        64,
+        [np.zeros(64, np.float32), 3.0, LocalMemory(256)],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[np.full(64, 3, np.float32), None, None], **FAST)),
+    )
     assert ok.rows[0]["status"] == "ok", ok.rows[0]["error"]
-    bad = tune(src, "k", 64, [np.zeros(64, np.float32), np.int32(3), LocalMemory(256)],
-               {"block_size_x": [64]}, ctx=ctx, **FAST)
+    bad = tune(
+        src,
+        "k",
+        64,
+        [np.zeros(64, np.float32), np.int32(3), LocalMemory(256)],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, **FAST)),
+    )
     assert bad.rows[0]["status"] == "invalid" and "takes one float" in bad.rows[0]["error"]
-    arr = tune(src, "k", 64, [np.zeros(64, np.float32), 3.0, np.zeros(64, np.float32)],
-               {"block_size_x": [64]}, ctx=ctx, **FAST)
+    arr = tune(
+        src,
+        "k",
+        64,
+        [np.zeros(64, np.float32), 3.0, np.zeros(64, np.float32)],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, **FAST)),
+    )
     assert "__local pointer: pass LocalMemory" in arr.rows[0]["error"]
 
 
@@ -108,8 +157,14 @@ def test_block_size_y_alone_is_the_second_dimension(ctx):
     src = """__kernel void k(__global int* out, const int w) {
         out[get_global_id(1) * w + get_global_id(0)] = get_local_size(0) * 100 + get_local_size(1); }"""
     w, h = 8, 16
-    res = tune(src, "k", (w, h), [np.zeros(w * h, np.int32), w], {"block_size_y": [4]}, ctx=ctx,
-               answer=[np.full(w * h, 104, np.int32), None], **FAST)
+    res = tune(
+        src,
+        "k",
+        (w, h),
+        [np.zeros(w * h, np.int32), w],
+        {"block_size_y": [4]},
+        **from_flat(dict(ctx=ctx, answer=[np.full(w * h, 104, np.int32), None], **FAST)),
+    )
     assert res.rows[0]["local_size"] == "(1, 4)" and res.rows[0]["status"] == "ok", res.rows[0]["error"]
 
 
@@ -131,7 +186,7 @@ def test_every_user_callable_fails_safely(ctx, rng):
     }
     for what, extra in cases.items():
         args = extra.pop("args", [x, np.zeros(256, np.float32)])
-        res = tune(COPY, "copy", 256, args, params, ctx=ctx, **extra, **FAST)
+        res = tune(COPY, "copy", 256, args, params, **from_flat(dict(ctx=ctx, **extra, **FAST)))
         by = {r["block_size_x"]: r for r in res.rows}
         assert by[32]["status"] in ("ok", "timed"), (what, by[32]["error"])
         assert by[64]["status"] == "invalid", what
@@ -151,8 +206,14 @@ def test_launch_over_the_kernels_reported_size_is_tried(ctx, monkeypatch):
 
     monkeypatch.setattr(pyclperf.Kernel, "limits", lambda self: Small(real_limits(self)))
     a = np.arange(256, dtype=np.float32)
-    res = tune(COPY, "copy", 256, [a, np.zeros_like(a)], {"block_size_x": [64]}, ctx=ctx,
-               answer=[None, a], isolate=False, **FAST)  # the patch holds in this process only
+    res = tune(
+        COPY,
+        "copy",
+        256,
+        [a, np.zeros_like(a)],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[None, a], isolate=False, **FAST)),
+    )  # the patch holds in this process only
     assert res.rows[0]["status"] == "ok" and res.rows[0]["kernel_work_group_size"] == 16
 
 
@@ -167,8 +228,14 @@ def test_interrupt_keeps_finished_rows(ctx, tmp_path, rng):
         return 1.0
 
     out = tmp_path / "k.jsonl"
-    res = tune(COPY, "copy", 256, [x, np.zeros_like(x)], {"block_size_x": [16, 32, 64]}, ctx=ctx,
-               metrics={"m": metric}, out=out, **FAST)
+    res = tune(
+        COPY,
+        "copy",
+        256,
+        [x, np.zeros_like(x)],
+        {"block_size_x": [16, 32, 64]},
+        **from_flat(dict(ctx=ctx, metrics={"m": metric}, out=out, **FAST)),
+    )
     # The first finished (nothing to verify it against: timed); the second's row says the run
     # stopped while it ran.
     assert res.meta.get("interrupted") and [r["status"] for r in res.rows] == ["timed", "stopped"]

@@ -7,6 +7,7 @@ import pytest
 
 from pyclperf import tune
 from pyclperf.tuner.verification import Verification, typical_magnitude
+from pyclperf.tuner.options import from_flat
 
 FAST = dict(min_time=0.0, min_repeats=1, max_repeats=1, warmup=0)
 WRITE = """__kernel void write(__global float* y, __global const float* x) {
@@ -24,8 +25,14 @@ def _subnormals(rng, n):
 
 
 def _run(ctx, body, x, **kw):
-    res = tune(WRITE % body, "write", x.size, [np.zeros_like(x), x], {"block_size_x": [64]},
-               ctx=ctx, answer=[x, None], **kw, **FAST)
+    res = tune(
+        WRITE % body,
+        "write",
+        x.size,
+        [np.zeros_like(x), x],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[x, None], **kw, **FAST)),
+    )
     return res.rows[0]
 
 
@@ -66,9 +73,17 @@ def test_fused_multiply_add_rounding_passes(ctx, rng):
     args = [np.zeros_like(a), a, b, c]
     exact = (a.astype(np.float64) * b + c).astype(np.float32)  # one rounding, as fma does
     assert (exact != want).sum() > 1000  # the two really differ
-    rows = [tune(FMA, "madd", n, args, {"block_size_x": [64]}, ctx=ctx,
-                 answer=[want, None, None, None], atol=atol, **FAST).rows[0]
-            for atol in (None, 1e-8, 0.0)]
+    rows = [
+        tune(
+            FMA,
+            "madd",
+            n,
+            args,
+            {"block_size_x": [64]},
+            **from_flat(dict(ctx=ctx, answer=[want, None, None, None], atol=atol, **FAST)),
+        ).rows[0]
+        for atol in (None, 1e-8, 0.0)
+    ]
     assert [r["status"] for r in rows] == ["ok", "wrong result", "wrong result"], rows[0]["error"]
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from pyclperf import tune
 from pyclperf.tuner.arguments import Arguments
+from pyclperf.tuner.options import from_flat
 
 # These tests count what happens inside this process (uploads, callable calls): they run the
 # sweep here (isolate=False), where monkeypatches and counters can see it.
@@ -52,16 +53,28 @@ def test_first_configuration_resolves_its_arguments_once(ctx, rng):
         calls.append(config["block_size_x"])
         return x
 
-    res = tune(SCALE, "scale", 256, [np.empty_like(x), make_x], {"block_size_x": [32, 64]},
-               ctx=ctx, answer=[2 * x, None], **FAST)
+    res = tune(
+        SCALE,
+        "scale",
+        256,
+        [np.empty_like(x), make_x],
+        {"block_size_x": [32, 64]},
+        **from_flat(dict(ctx=ctx, answer=[2 * x, None], **FAST)),
+    )
     assert [r["status"] for r in res.rows] == ["ok", "ok"]
     assert calls == [32, 64]  # not [32, 32, 64]: the harness check's values are reused
 
 
 def test_a_const_input_is_uploaded_once_and_poisoned_outputs_never(ctx, rng, uploads):
     x = rng.standard_normal(256).astype(np.float32)
-    res = tune(SCALE, "scale", 256, [np.empty_like(x), x], {"block_size_x": [16, 32, 64]},
-               ctx=ctx, answer=[2 * x, None], **FAST)
+    res = tune(
+        SCALE,
+        "scale",
+        256,
+        [np.empty_like(x), x],
+        {"block_size_x": [16, 32, 64]},
+        **from_flat(dict(ctx=ctx, answer=[2 * x, None], **FAST)),
+    )
     assert [r["status"] for r in res.rows] == ["ok"] * 3
     assert uploads.get(1) == 1 and uploads.get(0) is None
 
@@ -69,8 +82,14 @@ def test_a_const_input_is_uploaded_once_and_poisoned_outputs_never(ctx, rng, upl
 def test_an_input_a_kernel_could_write_is_uploaded_again(ctx, rng, uploads):
     x = rng.standard_normal(256).astype(np.float32)
     # CLOBBER=1 first: its kernel overwrites x on the device; CLOBBER=0 must see x again.
-    res = tune(MAYBE_CLOBBER, "scale", 256, [np.empty_like(x), x],
-               {"block_size_x": [64], "CLOBBER": [1, 0]}, ctx=ctx, answer=[2 * x, None], **FAST)
+    res = tune(
+        MAYBE_CLOBBER,
+        "scale",
+        256,
+        [np.empty_like(x), x],
+        {"block_size_x": [64], "CLOBBER": [1, 0]},
+        **from_flat(dict(ctx=ctx, answer=[2 * x, None], **FAST)),
+    )
     assert [r["status"] for r in res.rows] == ["ok", "ok"], [r["error"] for r in res.rows]
     assert uploads.get(1) == 2
 
@@ -82,7 +101,13 @@ def test_an_overrun_guard_is_clean_for_the_next_configuration(ctx, rng, uploads)
         const int i = get_global_id(0); y[i] = 2.0f * x[i];
         if (over && i == 0) y[get_global_size(0)] = 0.0f; }"""
     x = rng.standard_normal(256).astype(np.float32)
-    res = tune(src, "scale", 256, [np.empty_like(x), x, lambda c: np.int32(c["OVER"])],
-               {"block_size_x": [64], "OVER": [1, 0]}, ctx=ctx, answer=[2 * x, None, None], **FAST)
+    res = tune(
+        src,
+        "scale",
+        256,
+        [np.empty_like(x), x, lambda c: np.int32(c["OVER"])],
+        {"block_size_x": [64], "OVER": [1, 0]},
+        **from_flat(dict(ctx=ctx, answer=[2 * x, None, None], **FAST)),
+    )
     statuses = [r["status"] for r in res.rows]
     assert statuses == ["out of bounds", "ok"], [r["error"] for r in res.rows]

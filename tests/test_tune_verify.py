@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from pyclperf import LocalMemory, tune
+from pyclperf.tuner.options import from_flat
 
 FAST = dict(min_time=0.0, min_repeats=3, max_repeats=3, warmup=1)
 
@@ -58,7 +59,14 @@ def test_two_poisons_tell_themselves_apart(dtype):
 
 def test_unverified_rows_are_timed_not_ok(ctx, rng):
     x = rng.standard_normal(256).astype(np.float32)
-    res = tune(INTERIOR, "smooth", 256, [np.empty_like(x), x, 256], {"block_size_x": [64]}, ctx=ctx, **FAST)
+    res = tune(
+        INTERIOR,
+        "smooth",
+        256,
+        [np.empty_like(x), x, 256],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, **FAST)),
+    )
     assert res.rows[0]["status"] == "timed" and res.rows[0]["verified"] is False
     with pytest.raises(ValueError, match="no verified row"):
         res.best()
@@ -68,8 +76,14 @@ def test_elements_never_written_keep_their_input(ctx, rng):
     """The border of 'y' is never written: it keeps its input (x), which is what the answer
     says there, so the row is ok with the defaults, its note naming the elements."""
     x = rng.standard_normal(256).astype(np.float32)
-    res = tune(INTERIOR, "smooth", 256, [x.copy(), x, 256], {"block_size_x": [64]}, ctx=ctx,
-               answer=[_smooth(x), None, None], **FAST)
+    res = tune(
+        INTERIOR,
+        "smooth",
+        256,
+        [x.copy(), x, 256],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[_smooth(x), None, None], **FAST)),
+    )
     assert res.rows[0]["status"] == "ok", res.rows[0]["error"]
     assert res.rows[0]["notes"] == ("argument 0 ('y'): the kernel never writes 2 of its 256 "
                                     "elements (0, 255); they keep their input, which the answer "
@@ -80,8 +94,14 @@ def test_never_written_elements_the_answer_expects_changed(ctx, rng):
     """Given zeros as 'y', the border keeps zeros, and the answer wants x there: a wrong result
     saying which elements the kernel never writes, with the input they keep as 'got'."""
     x = rng.standard_normal(256).astype(np.float32)
-    res = tune(INTERIOR, "smooth", 256, [np.zeros_like(x), x, 256], {"block_size_x": [64]},
-               ctx=ctx, answer=[_smooth(x), None, None], **FAST)
+    res = tune(
+        INTERIOR,
+        "smooth",
+        256,
+        [np.zeros_like(x), x, 256],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[_smooth(x), None, None], **FAST)),
+    )
     row = res.rows[0]
     assert row["status"] == "wrong result" and "notes" not in row
     assert row["error"].startswith("argument 0 ('y'): 2 of 256 elements differ by more than the "
@@ -111,8 +131,14 @@ def test_integer_outputs_never_written(ctx, rng):
     want[1:-1] = x[:-2] + x[2:]
     src = """__kernel void pairs(__global int* y, __global const int* x, const int n) {
         const int i = get_global_id(0); if (i > 0 && i < n - 1) y[i] = x[i - 1] + x[i + 1]; }"""
-    res = tune(src, "pairs", 300, [x.copy(), x, 300], {"block_size_x": [32]}, ctx=ctx,
-               answer=[want, None, None], **FAST)
+    res = tune(
+        src,
+        "pairs",
+        300,
+        [x.copy(), x, 300],
+        {"block_size_x": [32]},
+        **from_flat(dict(ctx=ctx, answer=[want, None, None], **FAST)),
+    )
     assert res.rows[0]["status"] == "ok", res.rows[0]["error"]
     assert "never writes 2 of its 300 elements (0, 299)" in res.rows[0]["notes"]
 
@@ -124,8 +150,14 @@ def test_wrong_values_are_not_blamed_on_the_poison(ctx, rng):
     want = _smooth(x)
     want[1:-1] += 1
     for poison in (False, True):
-        res = tune(INTERIOR, "smooth", 256, [x.copy(), x, 256], {"block_size_x": [64]}, ctx=ctx,
-                   answer=[want, None, None], poison=poison, **FAST)
+        res = tune(
+            INTERIOR,
+            "smooth",
+            256,
+            [x.copy(), x, 256],
+            {"block_size_x": [64]},
+            **from_flat(dict(ctx=ctx, answer=[want, None, None], poison=poison, **FAST)),
+        )
         assert res.rows[0]["status"] == "wrong result"
         assert res.rows[0]["error"].startswith("argument 0 ('y'): 254 of 256 elements differ")
         assert "poison" not in res.rows[0]["error"] and "never" not in res.rows[0]["error"]
@@ -155,14 +187,26 @@ def test_inout_argument_is_found_and_restored_before_every_launch(ctx, rng, monk
     b = rng.standard_normal(4096).astype(np.float32)
     want = a + np.float32(2) * b
     for inout in (["a"], []):
-        res = tune(ACCUMULATE, "acc", 4096, [a, b], {"block_size_x": [64, 128]}, ctx=ctx,
-                   answer=[want, None], inout=inout, isolate=False, **FAST)
+        res = tune(
+            ACCUMULATE,
+            "acc",
+            4096,
+            [a, b],
+            {"block_size_x": [64, 128]},
+            **from_flat(dict(ctx=ctx, answer=[want, None], inout=inout, isolate=False, **FAST)),
+        )
         assert [r["status"] for r in res.rows] == ["ok", "ok"], [r["error"] for r in res.rows]
         assert [r.get("notes") for r in res.rows] == [None if inout else INOUT_NOTE] * 2
     assert resets == ["restore_inout"] * 4
     # A wrong in/out kernel: the mismatch, and how 'a' was verified.
-    bad = tune(ACCUMULATE, "acc", 4096, [a, b], {"block_size_x": [64]}, ctx=ctx,
-               answer=[want + 1, None], **FAST)
+    bad = tune(
+        ACCUMULATE,
+        "acc",
+        4096,
+        [a, b],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[want + 1, None], **FAST)),
+    )
     assert bad.rows[0]["status"] == "wrong result"
     assert bad.rows[0]["error"].startswith("argument 0 ('a'): 4096 of 4096 elements differ")
     assert bad.rows[0]["error"].endswith("; " + INOUT_NOTE)
@@ -173,8 +217,14 @@ def test_integer_inout_argument(ctx, rng):
     b = rng.integers(-10**6, 10**6, 1000).astype(np.int32)
     src = """__kernel void acc(__global int* a, __global const int* b) {
         const int i = get_global_id(0); if (i < 1000) a[i] += 2 * b[i]; }"""
-    res = tune(src, "acc", 1000, [a, b], {"block_size_x": [64]}, ctx=ctx, answer=[a + 2 * b, None],
-               **FAST)
+    res = tune(
+        src,
+        "acc",
+        1000,
+        [a, b],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[a + 2 * b, None], **FAST)),
+    )
     assert res.rows[0]["status"] == "ok", res.rows[0]["error"]
     assert res.rows[0]["notes"] == INOUT_NOTE
 
@@ -190,8 +240,14 @@ def test_inout_and_never_written_outputs_together(ctx, rng):
     n = 2048
     y, a, x = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
     want_y = np.where(a > 0, np.float32(2) * x, y)
-    res = tune(src, "both", n, [y, a, x], {"block_size_x": [64]}, ctx=ctx,
-               answer=[want_y, a + x, None], **FAST)
+    res = tune(
+        src,
+        "both",
+        n,
+        [y, a, x],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[want_y, a + x, None], **FAST)),
+    )
     row = res.rows[0]
     assert row["status"] == "ok", row["error"]
     never = int((a <= 0).sum())
@@ -210,8 +266,14 @@ def test_an_argument_read_only_where_another_says(ctx, rng):
         a[i] += x[i]; }"""
     n = 2048
     y, a, x = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
-    res = tune(src, "both", n, [y, a, x], {"block_size_x": [64]}, ctx=ctx,
-               answer=[np.where(a > 0, y + x, y), a + x, None], **FAST)
+    res = tune(
+        src,
+        "both",
+        n,
+        [y, a, x],
+        {"block_size_x": [64]},
+        **from_flat(dict(ctx=ctx, answer=[np.where(a > 0, y + x, y), a + x, None], **FAST)),
+    )
     assert res.rows[0]["status"] == "ok", res.rows[0]["error"]
     assert res.rows[0]["notes"] == "; ".join([INOUT_NOTE.replace("argument 0", "argument 1"),
                                               INOUT_NOTE.replace("'a'", "'y'")])
@@ -238,25 +300,68 @@ def test_config_dependent_verification(ctx, rng):
 
     args = [np.zeros(16, np.float32), x, n, lambda c: LocalMemory(4 * c["block_size_x"])]
     common = dict(ctx=ctx, global_size=lambda c: [c["GROUPS"] * c["block_size_x"]], **FAST)
-    res = tune(PARTIAL, "partial", n, args, params, verify=verify, poison=["sums"], **common)
+    res = tune(
+        PARTIAL,
+        "partial",
+        n,
+        args,
+        params,
+        **from_flat(dict(verify=verify, poison=["sums"], **common)),
+    )
     assert [r["status"] for r in res.rows] == ["ok"] * 4, [r["error"] for r in res.rows]
     # A reference of the configuration checks each partial sum, not just the total.
-    ref = tune(PARTIAL, "partial", n, args, params, reference=reference, rtol=1e-4, atol=1e-4,
-               poison=False, **common)
+    ref = tune(
+        PARTIAL,
+        "partial",
+        n,
+        args,
+        params,
+        **from_flat(dict(reference=reference, rtol=1e-4, atol=1e-4, poison=False, **common)),
+    )
     # Where GROUPS < 16 the tail of 'sums' is never written: it keeps its input (0), not NaN.
     assert [(r["GROUPS"], r["status"]) for r in ref.rows] == [
         (4, "wrong result"), (16, "ok"), (4, "wrong result"), (16, "ok")]
-    ref = tune(PARTIAL, "partial", n, args, params,
-               reference=lambda c, *a: [np.where(np.isnan(w := reference(c, *a)[0]), 0, w).astype(np.float32),
-                                        None, None, None], rtol=1e-4, atol=1e-4, poison=False, **common)
+    ref = tune(
+        PARTIAL,
+        "partial",
+        n,
+        args,
+        params,
+        **from_flat(
+            dict(
+                reference=lambda c, *a: [
+                    np.where(np.isnan(w := reference(c, *a)[0]), 0, w).astype(np.float32),
+                    None,
+                    None,
+                    None,
+                ],
+                rtol=1e-4,
+                atol=1e-4,
+                poison=False,
+                **common,
+            )
+        ),
+    )
     assert [r["status"] for r in ref.rows] == ["ok"] * 4, [r["error"] for r in ref.rows]
 
 
 def test_verify_returning_false_with_a_message(ctx, rng):
     x = rng.standard_normal(64).astype(np.float32)
-    res = tune(INTERIOR, "smooth", 64, [x.copy(), x, 64], {"block_size_x": [32]}, ctx=ctx,
-               verify=lambda c, out: (False, "because I said so"), **FAST)
+    res = tune(
+        INTERIOR,
+        "smooth",
+        64,
+        [x.copy(), x, 64],
+        {"block_size_x": [32]},
+        **from_flat(dict(ctx=ctx, verify=lambda c, out: (False, "because I said so"), **FAST)),
+    )
     assert res.rows[0]["status"] == "wrong result" and "because I said so" in res.rows[0]["error"]
-    odd = tune(INTERIOR, "smooth", 64, [x.copy(), x, 64], {"block_size_x": [32]}, ctx=ctx,
-               verify=lambda c, out: "yes", **FAST)
+    odd = tune(
+        INTERIOR,
+        "smooth",
+        64,
+        [x.copy(), x, 64],
+        {"block_size_x": [32]},
+        **from_flat(dict(ctx=ctx, verify=lambda c, out: "yes", **FAST)),
+    )
     assert odd.rows[0]["status"] == "invalid" and "must return a bool" in odd.rows[0]["error"]

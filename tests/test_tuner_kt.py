@@ -10,6 +10,7 @@ import pytest
 
 import pyclperf
 from pyclperf.tuner import kt
+from pyclperf.tuner.options import to_flat
 from pyclperf.measure.results import Results
 
 SRC = "__kernel void vector_add(__global float *c, __global const float *a) { }"
@@ -33,7 +34,8 @@ class Stub:
         ]
 
     def __call__(self, *args: Any, **kw: Any) -> Results:
-        self.args, self.kw = args, kw
+        # The groups tune_kernel filled, spread back into Kernel Tuner's flat names.
+        self.args, self.kw = args, to_flat(kw)
         return Results({"device": {"name": "Stub GPU", "driver_version": "9"}}, self.rows)
 
 
@@ -79,14 +81,14 @@ def test_arguments_are_translated(stub: Stub, capsys: pytest.CaptureFixture[str]
         strategy="random_sample", strategy_options={"fraction": 0.5, "max_fevals": 3,
                                                     "time_limit": 9.0},
         cache="kt_cache", seed=5)
-    src, name, size, passed = stub.args
+    src, name, size, passed, params = stub.args
     assert (src, name, size) == (SRC, "vector_add", N) and passed is a
     kw = stub.kw
-    assert kw["tune_params"] == {"block_size_x": [32, 64, 128, 256]}
+    assert params == {"block_size_x": [32, 64, 128, 256]}
     assert kw["ctx"] == "ctx 1:2"
     assert kw["restrictions"] == ["block_size_x <= 128"]
     assert kw["answer"] is answer and kw["verify"] is None and kw["atol"] == 1e-3
-    assert kw["compiler_options"] == ["-cl-fast-relaxed-math"]
+    assert kw["options"] == ["-cl-fast-relaxed-math"]
     assert kw["grid_div_x"] == ["block_size_x"] and kw["block_size_names"] == ["bsx"]
     assert kw["iterations"] == 11
     assert kw["strategy"] == "random_sample" and kw["strategy_options"] == {"fraction": 0.5}

@@ -45,6 +45,7 @@ from .device.sources import kernel_source
 from .measure.stats import bandwidth_gbps, summarize
 from .device.transfers import time_copy, time_transfer
 from .tuner.measure import KernelRunError
+from .tuner.options import Execution, Launch, Output, Replay, Search, Timing, Verify
 from .tuner.tune import run_kernel, tune
 from .device import fake_clock as _fake_clock
 from ._version import __version__
@@ -66,6 +67,13 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "Buffer",
     "BuildError",
+    "Execution",
+    "Launch",
+    "Output",
+    "Replay",
+    "Search",
+    "Timing",
+    "Verify",
     "ClError",
     "Context",
     "DeviceInfo",

@@ -279,6 +279,7 @@ def spec_results(kwargs: dict[str, Any], ctx: Any, retune: bool = False,
                  say: Callable[[str], None] = lambda text: None) -> Results:
     """A parsed tune spec's results: its results file (``out``) where that holds the spec's
     kernel and parameters, else a tune run now (which writes that file)."""
+    from ..tuner.options import from_flat
     from ..tuner.tune import tune
 
     out = kwargs.get("out")
@@ -289,7 +290,7 @@ def spec_results(kwargs: dict[str, Any], ctx: Any, retune: bool = False,
             say(f"reading {out} ({len(res.rows)} configurations)")
             return res
     say(f"tuning {kwargs['kernel_name']} on {ctx.info.name} first")
-    return tune(ctx=ctx, **kwargs)
+    return tune(**from_flat({**kwargs, "ctx": ctx}))
 
 
 def explain_spec(spec: str | os.PathLike[str], profile: Profile | None = None, *,

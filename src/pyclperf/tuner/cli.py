@@ -40,6 +40,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     """Check the spec with the options applied; then show what would run (--dry-run) or run
     it. Exit 0, or 1 when no configuration ran to completion; a refusal raises SpecError."""
     import pyclperf
+    from pyclperf.tuner.options import from_flat
     from pyclperf.tuner.rows import best_table
     from pyclperf.tuner.spec import parse_spec
 
@@ -74,7 +75,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         for key in ("isolate", "check", "cache"):
             kwargs.pop(key, None)
         print(f"replaying {kwargs['kernel_name']} from {args.replay}: no device is used", flush=True)
-        results = pyclperf.tune(replay=args.replay, replay_missing=args.replay_missing, **kwargs)
+        results = pyclperf.tune(
+            **from_flat({**kwargs, "replay": args.replay, "replay_missing": args.replay_missing})
+        )
         replay = results.meta["replay"]
         print(f"{replay['format']} recorded on {replay['device_name'] or 'an unnamed device'}; "
               f"{results.meta['fevals']} configurations replayed by {results.meta['algorithm']}, "
@@ -83,7 +86,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         ctx = pyclperf.Context(args.device)
         print(f"tuning {kwargs['kernel_name']} on {ctx.info.name} ({ctx.info.platform_name})",
               flush=True)
-        results = pyclperf.tune(ctx=ctx, **kwargs)
+        results = pyclperf.tune(**from_flat({**kwargs, "ctx": ctx}))
     print(best_table(results, top=args.top))
     for key in ("out", "cache"):
         if kwargs.get(key):

@@ -270,7 +270,8 @@ class Fleet:
         shipped = not held or not all(h is True for h in held.values())
         shipper = JobShipper(spec.job_id, spec if shipped else None)
         self.client.register_plugin(shipper)
-        informed = strategy not in UNINFORMED
+        # A walk or a random sample learns nothing from a row: chunks of them may go at once.
+        informed = getattr(search, "informed", strategy not in UNINFORMED)
         sizer = ChunkSizer(len(self.workers), total, informed)
         limit = max(1, (1 if informed else AHEAD_PER_WORKER) * len(self.workers))
         # future -> (configurations, workers that died under it: kept for a single one only)

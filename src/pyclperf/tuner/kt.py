@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .ktcache import entry_from_row
+from .options import from_flat
 from .restrictions import compile_expression
 from .strategies import NAMES as _STRATEGIES
 
@@ -252,11 +253,28 @@ def tune_kernel(kernel_name: str, kernel_source: Any, problem_size: Any, argumen
             cache += ".json"
     kt_metrics = _metrics(metrics, names)
     if simulating:
-        res = tune("", kernel_name, problem_size, [], tune_params=dict(tune_params),
-                   restrictions=_restrictions(restrictions, names), metrics=kt_metrics,
-                   strategy=strategy, strategy_options=opts or None, max_fevals=max_fevals,
-                   time_limit=time_limit, seed=seed, progress=False if quiet else None,
-                   replay=cache, objective=goal, objective_higher_is_better=higher)
+        res = tune(
+            "",
+            kernel_name,
+            problem_size,
+            [],
+            dict(tune_params),
+            **from_flat(
+                dict(
+                    restrictions=_restrictions(restrictions, names),
+                    metrics=kt_metrics,
+                    strategy=strategy,
+                    strategy_options=opts or None,
+                    max_fevals=max_fevals,
+                    time_limit=time_limit,
+                    seed=seed,
+                    progress=False if quiet else None,
+                    replay=cache,
+                    objective=goal,
+                    objective_higher_is_better=higher,
+                )
+            ),
+        )
     else:
         res = _measure(kernel_name, kernel_source, problem_size, arguments, tune_params,
                        grid_div_x, grid_div_y, grid_div_z, restrictions, answer, atol, verify,
@@ -294,15 +312,35 @@ def _measure(kernel_name: str, kernel_source: Any, problem_size: Any, arguments:
              max_fevals: Any, time_limit: Any, seed: Any, goal: Any, higher: Any,
              names: list[str]) -> Any:
     """tune_kernel on the device: the KT arguments as tune()'s keywords."""
-    return tune(_source(kernel_source), kernel_name, problem_size, arguments,
-               tune_params=dict(tune_params), ctx=_context(platform, device),
-               restrictions=_restrictions(restrictions, names),
-               compiler_options=list(compiler_options) if compiler_options else None,
-               grid_div_x=grid_div_x, grid_div_y=grid_div_y, grid_div_z=grid_div_z,
-               block_size_names=block_size_names,
-               answer=None if verify is not None else answer,
-               verify=_verify(verify, answer, atol), atol=atol, metrics=kt_metrics,
-               iterations=iterations, strategy=strategy, strategy_options=opts or None,
-               max_fevals=max_fevals, time_limit=time_limit, seed=seed, cache=cache,
-               progress=False if quiet else None, objective=goal,
-               objective_higher_is_better=higher)
+    return tune(
+        _source(kernel_source),
+        kernel_name,
+        problem_size,
+        arguments,
+        dict(tune_params),
+        **from_flat(
+            dict(
+                ctx=_context(platform, device),
+                restrictions=_restrictions(restrictions, names),
+                compiler_options=list(compiler_options) if compiler_options else "",
+                grid_div_x=grid_div_x,
+                grid_div_y=grid_div_y,
+                grid_div_z=grid_div_z,
+                block_size_names=block_size_names,
+                answer=None if verify is not None else answer,
+                verify=_verify(verify, answer, atol),
+                atol=atol,
+                metrics=kt_metrics,
+                iterations=iterations,
+                strategy=strategy,
+                strategy_options=opts or None,
+                max_fevals=max_fevals,
+                time_limit=time_limit,
+                seed=seed,
+                cache=cache,
+                progress=False if quiet else None,
+                objective=goal,
+                objective_higher_is_better=higher,
+            )
+        ),
+    )

@@ -56,15 +56,30 @@ class MissingConfig(KeyError):
         return str(self.args[0])
 
 
-def replay(path: str | os.PathLike[str], *, kernel_name: str, params: Mapping[str, Sequence[Any]],
-           restrictions: Any,
-           metrics: Mapping[str, Callable[[Config, float], float]], strategy: str,
-           strategy_options: Mapping[str, Any] | None, max_fevals: int | None,
-           time_limit: float | None, seed: int | None, out: Any, progress: bool | None,
-           missing: str = "error", goals: Objectives | None = None) -> Results:
-    """The rows of ``strategy`` searching ``params`` with the times ``path`` recorded."""
+def replay(
+    path: str | os.PathLike[str],
+    *,
+    kernel_name: str,
+    params: Mapping[str, Sequence[Any]],
+    restrictions: Any,
+    metrics: Mapping[str, Callable[[Config, float], float]],
+    search: Any,
+    out: Any,
+    progress: bool | None,
+    missing: str = "error",
+    goals: Objectives | None = None,
+) -> Results:
+    """The rows of ``search`` (an options.Search) over ``params`` with the times ``path``
+    recorded."""
     from . import strategies
 
+    strategy, max_fevals, time_limit, seed = (
+        search.strategy,
+        search.max_fevals,
+        search.time_limit,
+        search.seed,
+    )
+    strategy_options = search.options
     if missing not in MISSING:
         raise ValueError(f"replay_missing must be one of {', '.join(MISSING)}, not {missing!r}")
     from .restrictions import compile_restrictions

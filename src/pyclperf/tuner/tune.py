@@ -19,14 +19,14 @@ from ..measure.results import INVALID, TIMEOUT, Results
 from ..measure.sweep import RowStream, base_meta
 from . import fingerprint as fp
 from ..device.clock_lock import locked_clocks
-from ..measure import timing_policy
 from . import ceiling, stops, supervisor
 from .declared import kernel_parameter_names
 from .inputs import check_kind, load_source, options_text, static_checks, supervise
 from .measure import Job, measure
 from .objectives import Objectives
+from .options import Execution, Launch, Output, Replay, Search, Timing, Verify, group
 from .searchspace import Space
-from .space import Config, Divisor, Geometry, compile_divisors, config_key
+from .space import Config, Geometry, compile_divisors, config_key
 from .verification import Verification
 
 
@@ -53,171 +53,125 @@ def tune(
     kernel_name: str,
     problem_size: int | Sequence[int] | Callable[[Config], Any],
     args: Sequence[Any],
-    params: Mapping[str, Sequence[Any]] | None = None,
+    params: Mapping[str, Sequence[Any]],
     *,
-    tune_params: Mapping[str, Sequence[Any]] | None = None,
-    ctx: Any = None,
     restrictions: Sequence[Callable[[Config], bool] | str] | Callable[[Config], bool] | str = (),
-    options: str | Sequence[str] = "",
-    compiler_options: Sequence[str] | None = None,
-    global_size: Callable[[Config], Sequence[int]] | None = None,
-    grid_div_x: Divisor = None,
-    grid_div_y: Divisor = None,
-    grid_div_z: Divisor = None,
-    block_size_names: Sequence[str] | None = None,
-    answer: Sequence[Any] | None = None,
-    reference: Callable[..., Sequence[Any]] | None = None,
-    verify: Callable[[Config, list[Any]], Any] | None = None,
-    rtol: float = 1e-5,
-    atol: float | None = None,
-    poison: bool | Sequence[int | str] = True,
-    inout: Sequence[int | str] = (),
     metrics: Mapping[str, Callable[[Config, float], float]] | None = None,
-    warmup: int = 3,
-    min_time: float = timing_policy.MIN_TIME_S,
-    min_repeats: int = timing_policy.MIN_SAMPLES,
-    max_repeats: int = timing_policy.MAX_SAMPLES,
-    iterations: int | None = None,
-    reset_outputs: bool = False,
-    pinned: bool = False,
-    strategy: str = "auto",
-    strategy_options: Mapping[str, Any] | None = None,
-    max_fevals: int | None = None,
-    time_limit: float | None = None,
-    seed: int | None = None,
-    out: str | os.PathLike[str] | None = None,
-    resume: bool = True,
-    cache: str | os.PathLike[str] | None = None,
-    progress: bool | None = None,
-    devices: Any = None,
-    client: Any = None,
-    isolate: bool = True,
-    timeout: float | None = None,
-    memory_limit: int | str | None = None,
-    check: str | None = None,
-    cold: bool = False,
-    method: str = "auto",
-    lock_clocks: bool = False,
-    replay: str | os.PathLike[str] | None = None,
-    replay_missing: str = "error",
-    objective: str | Sequence[str] = "time",
-    objective_higher_is_better: bool | Sequence[bool] | None = None,
+    ctx: Any = None,
+    launch: Launch | None = None,
+    verify: Verify | None = None,
+    timing: Timing | None = None,
+    search: Search | str | None = None,
+    execution: Execution | None = None,
+    out: Output | str | os.PathLike[str] | None = None,
+    replay: Replay | str | os.PathLike[str] | None = None,
 ) -> Results:
     """Build, verify and time ``kernel_name`` for the configurations of ``params``.
 
-    * ``params`` (or Kernel Tuner's ``tune_params``): name -> values; each becomes
-      ``-D name=value``. ``block_size_x/y/z`` (or ``block_size_names``, which may repeat a
-      name for a square work-group: ``["TS", "TS"]``) set the work-group; the global size is
-      the problem size divided by ``grid_div_x/y/z`` (default: the block size), rounded up,
-      times the block size — Kernel Tuner's rule — or ``global_size(config)``. A tuned
-      block_size_y (z) makes the launch 2-D (3-D) even for a 1-D problem, as in Kernel Tuner.
-      ``problem_size`` may be a callable of the configuration.
+    * ``params``: name -> values; each becomes ``-D name=value``. ``block_size_x/y/z`` set the
+      work-group; a tuned block_size_y (z) makes the launch 2-D (3-D) even for a 1-D problem,
+      as in Kernel Tuner. ``problem_size`` may be a callable of the configuration.
+      ``restrictions``: Kernel Tuner's string expressions or callables of the configuration; a
+      configuration they rule out is no part of the space and has no row (``meta["pruned"]``
+      counts them). ``metrics``: name -> f(config, seconds), a column each.
     * ``args``: NumPy arrays (checked against the kernel's declared pointer types, placed in
       padded and guarded device buffers), numbers and NumPy scalars (checked against the
       declared type), ``LocalMemory(nbytes)``, or callables of the configuration returning any
       of these (so a ``TYPE`` parameter can choose dtypes).
-    * Verification: ``answer`` (parallel to args, None where unchecked), ``reference(config,
-      *args)`` returning such a list, and/or ``verify(config, outputs) -> bool | (bool, str)``.
-      Checked outputs are poisoned first (``poison``: True, False, or indices/names); when
-      one does not match, relaunches find elements the kernel never writes (they keep their
-      input) and arguments it reads (verified with their input, then restored as ``inout``
-      arguments are: never poisoned nor left changed between timed launches); the row's
-      ``notes`` say which. Floats pass within ``atol + rtol * |want|``; ``atol`` defaults to
-      ``rtol`` times the answer's median |value| (docs/tuning.md: "Floats are compared on the
-      answer's scale").
+    * The groups (pyclperf.tuner.options): ``launch=Launch(...)`` (compiler options, grid
+      divisors, block size names, a global size function), ``verify=Verify(...)`` (answer,
+      reference or verify function, tolerances, poison, inout), ``timing=Timing(...)``
+      (warm-up, repeats, the clock, cold caches, locked clocks), ``search=Search(...)`` or a
+      strategy name (strategy and its options, max_fevals, time_limit, seed, objectives),
+      ``execution=Execution(...)`` (isolation, timeout, memory_limit, several devices, memory
+      checks on Oclgrind, progress), ``out=`` a path or ``Output(...)`` (resume, a Kernel Tuner
+      cache beside), ``replay=`` a path or ``Replay(...)`` (search a recorded run instead: no
+      device, no build, rows "replayed"; tuner/replay.py). ``ctx``: the device (default
+      $PYCLPERF_DEVICE, else the first GPU).
     * Statuses: ok (verified), timed (nothing to verify against), wrong result, out of bounds,
-      build failed, launch failed, invalid (a harness mistake, a user callable that raised, a
-      restriction that raised), skipped (a device limit). A configuration a restriction rules
-      out is no part of the search space and leaves no row, as in Kernel Tuner; how many there
-      were is ``meta["pruned"]`` (None where the space is too big to count).
-    * ``strategy``: "auto" (default: every configuration where the space fits the budget,
-      else a model-guided search), or any of Kernel Tuner's 21 names (tuner.strategies says
-      what each runs; ``pip install "pyclperf[tune]"``), bounded by ``max_fevals`` and
-      ``time_limit`` seconds. ``objective`` (a field: "time", a metric) or several of them
-      (a Pareto front, ``meta["pareto"]``), ``objective_higher_is_better`` per objective.
-    * ``replay``: a Kernel Tuner cache (gzipped too) or T4 file whose recorded times the
-      strategy searches instead: no device, no build, rows "replayed" (tuner/replay.py).
-    * ``out``: JSON-lines file written as configurations finish; with ``resume``, an existing
-      file continues only if every defining input (source, options, parameter names,
-      arguments, answer, launch geometry, restrictions, device, driver, version) is unchanged.
-      ``cache``: the same rows in Kernel Tuner's cache format. Ctrl-C (or SIGTERM) returns the
-      finished rows with ``meta["interrupted"]``; every stop is recorded (tuner/stops.py). A
-      file that cannot be written (a full disk) stops the sweep with ``ResultsWriteError``: the
-      file keeps every whole row written, and the error's ``results`` holds the same rows.
-    * Supervision (``isolate=True``, the default): the kernel runs in a worker process that
-      holds the context and buffers, so a configuration that crashes, corrupts memory or hangs
-      costs its own row (``crashed``, ``out of bounds``, ``timeout``), never this process.
-      ``timeout`` bounds one configuration (build + verification + timing) in seconds; by
-      default 10x the slowest so far, at least 30 s. ``memory_limit`` ("2G"): what a worker may
-      hold, past which a configuration is ``out of memory`` (tuner/ceiling.py). ``isolate=False``
-      runs in this process, unprotected: a kernel that corrupts memory can take it down.
-    * Residency and conditions: each row records its working set beside the device's cache,
-      the compulsory traffic and the GB/s it implies; ``cold=True`` flushes the caches before
-      every timed launch (outside the timed events), so a working set that fits in the cache
-      is timed from DRAM. Where NVML knows the GPU, rows carry its clocks, throttle reasons,
-      power, temperature and energy, and a ``conditions`` flag when it throttled, ran below
-      its maximum clock or had another process on it. ``lock_clocks=True`` holds the GPU's
-      clocks at their maxima for the sweep where the driver allows it, and restores them
-      (``meta["clock_lock"]`` says what happened; device/clock_lock.py).
-    * ``check="memory"``: each configuration's launch runs first on Oclgrind, a simulator that
-      finds out-of-bounds accesses (global and __local, reads too), data races and uses of
-      uninitialised values, naming the source line; a finding is the row's status. Slow (every
-      work-item is interpreted): for small problem sizes. Needs Oclgrind (``make deps``, the
-      Debian package, or ``pip install "pyclperf[memcheck]"``).
-    * ``method``: the clock. "auto" (the default) times by OpenCL events where the device's
-      event clock passes its check against the host clock (pyclperf.device.clocks; once per device and
-      driver), else by the host clock; "events" or "host" are obeyed, and events on a clock that
-      failed its check make every row ``suspect``. Each row's ``method`` says which clock timed
-      it (``method_reason`` why, where that is not events). Timing follows the experiments'
-      rule (measure.timing_policy): at least ``min_repeats`` launches adding up to ``min_time``,
-      more until the 95% interval on the median is within 1% of it, at most ``max_repeats``
-      and 10x ``min_time`` + 0.25 s of wall time, whatever the clock says; each row says how it
-      stopped (``stopped``, ``ci_pct``).
-    * Many devices (``pip install "pyclperf[distributed]"``): ``devices="all"`` (every GPU
-      here) or a list of device specs runs the configurations on a local Dask cluster, one
-      worker process per device; ``client`` uses an existing Dask cluster instead (see
-      tuner/distributed.py for the ``dask worker`` line). Rows carry a ``device`` column;
-      one that kills its worker twice is ``crashed``.
+      out of memory, build failed, launch failed, crashed, timeout, stopped,
+      skipped (a device limit), invalid (a harness mistake, a user callable or restriction that
+      raised). 'ok'
+      always means verified; every row says how its timing stopped and which strategy chose
+      it. Ctrl-C or SIGTERM returns the finished rows; every stop is recorded (tuner/stops.py).
+      A file that cannot be written stops the sweep with ``ResultsWriteError``, the finished
+      rows safe. docs/tuning.md is the whole story.
     """
     from ..device.clocks import check_method
     from ..device.context import Context
     from .restrictions import compile_restrictions
 
-    check_method(method)
-    if (params is None) == (tune_params is None):
-        raise TypeError("give the tunable parameters as params= or tune_params=, exactly once")
-    space = dict(params if params is not None else tune_params or {})
-    goals = Objectives(objective, objective_higher_is_better)
-    if replay is not None:  # no device, no build: the arguments only name what was recorded
+    lau, ver, tim = (
+        group(launch, Launch, "launch"),
+        group(verify, Verify, "verify"),
+        group(timing, Timing, "timing"),
+    )
+    sea, exe = group(search, Search, "search"), group(execution, Execution, "execution")
+    output, replayed = group(out, Output, "out"), group(replay, Replay, "replay")
+    check_method(tim.method)
+    if not isinstance(params, Mapping):
+        raise TypeError(
+            f"params must be a dict of parameter name -> values, not " f"{type(params).__name__}"
+        )
+    space = dict(params)
+    goals = Objectives(sea.objective, sea.higher_is_better)
+    if replayed is not None:  # no device, no build: the arguments only name what was recorded
         from .replay import replay as replay_run
 
-        return replay_run(replay, kernel_name=kernel_name, params=space,
-                          restrictions=restrictions, metrics=dict(metrics or {}),
-                          strategy=strategy, strategy_options=strategy_options,
-                          max_fevals=max_fevals, time_limit=time_limit, seed=seed, out=out,
-                          progress=progress, missing=replay_missing, goals=goals)
-    distributed = devices is not None or client is not None
-    supervised = bool(isolate) and not distributed
+        return replay_run(
+            replayed.path,
+            kernel_name=kernel_name,
+            params=space,
+            restrictions=restrictions,
+            metrics=dict(metrics or {}),
+            search=sea,
+            out=output.path,
+            progress=exe.progress,
+            missing=replayed.missing,
+            goals=goals,
+        )
+    distributed = exe.devices is not None or exe.client is not None
+    supervised = bool(exe.isolate) and not distributed
     if not distributed and not supervised:
         ctx = Context() if ctx is None else ctx
-    limit = ceiling.parse_limit(memory_limit)
+    limit = ceiling.parse_limit(exe.memory_limit)
     if supervised:
         supervisor.prestart(supervisor.device_spec(ctx), limit)
     if isinstance(restrictions, (str, bytes)) or callable(restrictions):
         restrictions = [restrictions]  # type: ignore[list-item]
     checks = compile_restrictions(list(restrictions), list(space))  # type: ignore[arg-type]
     static_checks(args)
-    grid_div = compile_divisors((grid_div_x, grid_div_y, grid_div_z), list(space))
-    if iterations is not None:
-        min_repeats = max(1, int(iterations))
+    grid_div = compile_divisors((lau.grid_div_x, lau.grid_div_y, lau.grid_div_z), list(space))
+    min_repeats, max_repeats = tim.min_repeats, tim.max_repeats
+    if tim.iterations is not None:
+        min_repeats = max(1, int(tim.iterations))
         max_repeats = max(max_repeats, min_repeats)
-    job = Job(None if distributed or supervised else ctx, load_source(source), kernel_name, list(args),
-              Geometry(problem_size, global_size, (grid_div[0], grid_div[1], grid_div[2]),
-                       block_size_names or ("block_size_x", "block_size_y", "block_size_z")),
-              Verification(answer, reference, verify, rtol, atol),
-              options_text(options, compiler_options), dict(metrics or {}), poison,
-              list(inout), reset_outputs, warmup, min_time, min_repeats, max_repeats, pinned,
-              check_kind(check), bool(cold), method)
+    job = Job(
+        None if distributed or supervised else ctx,
+        load_source(source),
+        kernel_name,
+        list(args),
+        Geometry(
+            problem_size,
+            lau.global_size,
+            (grid_div[0], grid_div[1], grid_div[2]),
+            lau.block_size_names or ("block_size_x", "block_size_y", "block_size_z"),
+        ),
+        Verification(ver.answer, ver.reference, ver.verify, ver.rtol, ver.atol),
+        options_text(lau.options, None),
+        dict(metrics or {}),
+        ver.poison,
+        list(ver.inout),
+        tim.reset_outputs,
+        tim.warmup,
+        tim.min_time,
+        min_repeats,
+        max_repeats,
+        exe.pinned,
+        check_kind(exe.check),
+        bool(tim.cold),
+        tim.method,
+    )
     # Lazily: a strategy walks or samples it, restrictions applied as it goes.
     configs = Space(space, checks)
     failed = configs.failed
@@ -226,17 +180,31 @@ def tune(
     if distributed:
         from .distributed import Fleet  # lazily: only this path needs Dask
 
-        fleet = Fleet.open(devices, client, limit)
+        fleet = Fleet.open(exe.devices, exe.client, limit)
         ctx = fleet.view
         job.forget_args()
     elif supervised:
         sup = supervise(job, ctx, limit)
         ctx = ctx if ctx is not None else supervisor.DeviceView(sup)
     try:
-        with locked_clocks(getattr(ctx, "info", None), lock_clocks) as lock:
-            return _sweep(job, ctx, space, restrictions, configs, failed, fleet, sup, timeout,
-                          kernel_name, problem_size, warmup, min_time, strategy, strategy_options,
-                          max_fevals, time_limit, seed, out, resume, cache, progress, lock, goals)
+        with locked_clocks(getattr(ctx, "info", None), tim.lock_clocks) as lock:
+            return _sweep(
+                job,
+                ctx,
+                space,
+                restrictions,
+                configs,
+                failed,
+                fleet,
+                sup,
+                kernel_name,
+                problem_size,
+                sea,
+                exe,
+                output,
+                lock,
+                goals,
+            )
     finally:
         if fleet is not None:
             fleet.close()
@@ -245,48 +213,84 @@ def tune(
             supervisor.checkin(sup)
 
 
-def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Sequence[Any],
-           configs: Space, failed: list[tuple[Config, str]], fleet: Any, sup: Any,
-           timeout: float | None, kernel_name: str, problem_size: Any, warmup: int,
-           min_time: float, strategy: str,
-           strategy_options: Mapping[str, Any] | None, max_fevals: int | None,
-           time_limit: float | None, seed: int | None, out: Any, resume: bool, cache: Any,
-           progress: bool | None, extra_meta: Mapping[str, Any], goals: Objectives) -> Results:
+def _sweep(
+    job: Job,
+    ctx: Any,
+    space: dict[str, Sequence[Any]],
+    restrictions: Sequence[Any],
+    configs: Space,
+    failed: list[tuple[Config, str]],
+    fleet: Any,
+    sup: Any,
+    kernel_name: str,
+    problem_size: Any,
+    sea: Search,
+    exe: Execution,
+    output: Output,
+    extra_meta: Mapping[str, Any],
+    goals: Objectives,
+) -> Results:
     """tune()'s sweep once its inputs are checked: here (fleet None) or on a Dask fleet."""
     from . import strategies
+
+    strategy, max_fevals, time_limit = sea.strategy, sea.max_fevals, sea.time_limit
+    out, timeout = output.path, exe.timeout
     defining = fp.defining(job, space, list(restrictions), ctx)
-    meta = base_meta(ctx, experiment=f"tune:{kernel_name}", kernel=kernel_name,
-                     params={k: list(v) for k, v in space.items()},
-                     tune_params={k: list(v) for k, v in space.items()}, options=job.options,
-                     method=job.method, warmup=warmup, min_time_s=min_time, strategy=strategy,
-                     verified=job.verification.active, metrics=list(job.metrics), x=None,
-                     defining=defining, **_space_meta(configs),
-                     isolated=sup is not None or fleet is not None, **extra_meta,
-                     **({"devices": fleet.view.labels} if fleet is not None else {}))
+    meta = base_meta(
+        ctx,
+        experiment=f"tune:{kernel_name}",
+        kernel=kernel_name,
+        params={k: list(v) for k, v in space.items()},
+        tune_params={k: list(v) for k, v in space.items()},
+        options=job.options,
+        method=job.method,
+        warmup=job.warmup,
+        min_time_s=job.min_time,
+        strategy=strategy,
+        verified=job.verification.active,
+        metrics=list(job.metrics),
+        x=None,
+        defining=defining,
+        **_space_meta(configs),
+        isolated=sup is not None or fleet is not None,
+        **extra_meta,
+        **({"devices": fleet.view.labels} if fleet is not None else {}),
+    )
     done: set[str] = set()
     append = False
-    if out is not None and resume and Path(out).is_file():
+    if out is not None and output.resume and Path(out).is_file():
         done = fp.check_resume(Path(out), defining)
         append = True
     previous = stops.finished(Results.load(out)) if append else None  # type: ignore[arg-type]
 
     kt = None
-    if cache is not None:  # Kernel Tuner's cache file beside (or instead of) the JSON lines
+    if output.cache is not None:  # Kernel Tuner's cache file beside (or instead of) the rows
         from .ktcache import CacheWriter
 
-        kt = CacheWriter(cache, device_name=ctx.info.name, kernel_name=kernel_name,
-                         problem_size=problem_size, tune_params=space,
-                         metrics=list(job.metrics), resume=resume)
+        kt = CacheWriter(
+            output.cache,
+            device_name=ctx.info.name,
+            kernel_name=kernel_name,
+            problem_size=problem_size,
+            tune_params=space,
+            metrics=list(job.metrics),
+            resume=output.resume,
+        )
     resumed = list(previous.rows) if previous is not None else []
     if kt is not None and previous is None:  # a Kernel Tuner cache alone: its entries are done
         from .ktcache import rows_from_cache
 
         resumed = rows_from_cache({"tune_params_keys": list(space)}, kt.entries, config_key=config_key)
         done |= {r["config"] for r in resumed}
-    search = strategies.make_strategy(strategy, configs, seed=seed,
-                                      options=dict(strategy_options or {}),
-                                      max_fevals=max_fevals, time_limit=time_limit,
-                                      objectives=len(goals))
+    search = strategies.make_strategy(
+        strategy,
+        configs,
+        seed=sea.seed,
+        options=dict(sea.options or {}),
+        max_fevals=max_fevals,
+        time_limit=time_limit,
+        objectives=len(goals),
+    )
     meta.update(algorithm=getattr(search, "algorithm", strategy), objectives=goals.names)
     told: set[str] = set()
     for old in resumed:
@@ -300,8 +304,14 @@ def _sweep(job: Job, ctx: Any, space: dict[str, Sequence[Any]], restrictions: Se
     if max_fevals is not None:
         todo = min(todo, max(0, int(max_fevals) - len(resumed)))
     try:
-        stream = RowStream(Results(meta, resumed), out, total=todo, progress=progress,
-                           append=append, sinks=[kt])
+        stream = RowStream(
+            Results(meta, resumed),
+            out,
+            total=todo,
+            progress=exe.progress,
+            append=append,
+            sinks=[kt],
+        )
     except BaseException:  # a file that cannot be written (or is locked): nothing ran
         job.arguments.release()
         if kt is not None:

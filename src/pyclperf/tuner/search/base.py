@@ -34,6 +34,7 @@ class Base:
     """Bookkeeping shared by all strategies. ``algorithm`` says what runs, for the rows."""
 
     algorithm = ""
+    informed = True          # whether it chooses from what it was told (parallel engines ask)
 
     def __init__(self, configs: Space | Sequence[dict]) -> None:
         self.space = as_space(configs)
@@ -102,6 +103,7 @@ class BruteForce(Base):
     """Every allowed config, in the given (product) order, walked lazily."""
 
     algorithm = "every configuration in order"
+    informed = False
 
     def __init__(self, configs: Space | Sequence[dict]) -> None:
         super().__init__(configs)
@@ -119,6 +121,7 @@ class RandomSample(Base):
     """A seeded random permutation, cut to ``limit`` configs (resumed ones count toward it)."""
 
     algorithm = "a seeded random permutation"
+    informed = False
 
     def __init__(self, configs: Space | Sequence[dict], seed: int | None,
                  limit: int | None) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import queue
 import random
 import threading
+import weakref
 from typing import Any, Callable, Generator, Sequence
 
 import numpy as np
@@ -131,6 +132,12 @@ class Stepwise(Base):
         self._closed = True
         self._stop_program()
 
+    def __del__(self) -> None:                  # a strategy dropped unclosed ends its thread
+        try:
+            self._stop_program()
+        except Exception:  # noqa: BLE001 - at interpreter exit anything may be gone
+            pass
+
 
 # --- optimisers that call the objective themselves ------------------------------------------
 class _Stop(Exception):
@@ -147,7 +154,11 @@ def driven(run: Callable[[Stepwise, Callable[[np.ndarray], float], random.Random
     point it asks for that is new is yielded to the engine, and the thread waits for the
     answer. Known points are answered at once, disallowed or failed ones with the penalty."""
 
-    def program(s: Stepwise, rng: random.Random) -> Program:
+    def program(strong: Stepwise, rng: random.Random) -> Program:
+        # The thread holds the strategy weakly: one dropped unclosed can then be collected,
+        # and collecting this generator ends the thread (its finally below).
+        s = weakref.proxy(strong)
+        del strong
         wants: queue.Queue[Any] = queue.Queue(maxsize=1)
         answers: queue.Queue[Any] = queue.Queue(maxsize=1)
         idle = [0]
@@ -170,7 +181,7 @@ def driven(run: Callable[[Stepwise, Callable[[np.ndarray], float], random.Random
         def body() -> None:
             try:
                 run(s, objective, rng)
-            except _Stop:
+            except (_Stop, ReferenceError):
                 pass
             finally:
                 wants.put(_DONE)
