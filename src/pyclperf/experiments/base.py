@@ -34,6 +34,7 @@ from ..measure.timing import time_steps
 from ..measure.timing_policy import Policy, policy_named
 from ..device.peak import PeakBandwidth, theoretical
 from ..measure.plausible import cache_allowance, ceiling_problem, clock_problem, flag
+from ..measure.refusal import refusal, refused_name
 from ..measure.results import SKIPPED, Results
 from ..measure.stats import NOISY_SPREAD_PCT
 from ..measure.sweep import base_meta, classify, run_points, timed_row, verdict
@@ -249,8 +250,13 @@ class Experiment(Sweep):
                                  reset=launch.reset, method=method)
             times = samples.times
         except _core.ClError as exc:
-            # The driver refused or aborted the launch (a kernel's own work-group limit, say):
-            # the row keeps what the launch declared and says what OpenCL answered.
+            # The row keeps what the launch declared and says what OpenCL answered: a launch
+            # the device declined for resources it lacks (measure.refusal) is skipped with the
+            # reason, a finding about the point; anything else failed.
+            why = refusal(exc, self.ctx)
+            if why is not None:
+                return {**row, "status": SKIPPED, "verified": False, "error": why,
+                        "refused": refused_name(exc)}
             return {**row, "status": classify(exc), "verified": False, "error": str(exc)}
         if watch is not None:
             row.update(watch.end())

@@ -76,6 +76,10 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     if "noisy" in df and df["noisy"].fillna(False).astype(bool).any():
         say(f"{int(df['noisy'].fillna(False).astype(bool).sum())} point(s) noisy: the spread of "
               f"their times exceeds {NOISY_SPREAD_PCT:.0f}% (column spread_pct); read them with care")
+    refused = df["refused"].notna() & (df["refused"] != "") if "refused" in df else None
+    if refused is not None and refused.any():
+        say(f"{int(refused.sum())} point(s) refused by the device for resources it lacks "
+            "(skipped, not failed: column error says why)")
     if results.meta.get("conclusion"):
         say(results.meta["conclusion"])
     if "status" in df and (df["status"] == SUSPECT).any():
