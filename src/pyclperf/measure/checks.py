@@ -8,15 +8,28 @@ from typing import Any
 
 import numpy as np
 
+from .parallel import CHUNK, chunks, map_chunks, threads
 from .poison import POISON_U32, poison_pattern  # noqa: F401  (the experiments' names)
 
 
 def random_bytes(rng: np.random.Generator, nbytes: int) -> np.ndarray:
     """``nbytes`` fresh random bytes as a writable uint8 array: the generator's raw 64-bit
     outputs, about three times faster than ``rng.integers`` over the full range (which draws the
-    same words and then checks the bounds), and far faster than ``rng.bytes``."""
+    same words and then checks the bounds), and far faster than ``rng.bytes``. A large draw is
+    made in chunks on the host's cores, each by a generator spawned from ``rng``."""
     n = int(nbytes)
-    words = rng.bit_generator.random_raw(-(-n // 8))
+    count = -(-n // 8)
+    parts = chunks(count)
+    if len(parts) < 2 or threads() < 2 or not hasattr(rng, "spawn"):  # NumPy < 1.25: no spawn
+        words = rng.bit_generator.random_raw(count)
+        return words.view(np.uint8)[:n]
+    words = np.empty(count, np.uint64)
+    children = rng.spawn(len(parts))
+
+    def draw(part: slice) -> None:
+        words[part] = children[part.start // CHUNK].bit_generator.random_raw(part.stop - part.start)
+
+    map_chunks(draw, count)
     return words.view(np.uint8)[:n]
 
 
@@ -24,7 +37,12 @@ def poison(array: np.ndarray) -> None:
     """Overwrite a contiguous array's bytes with the repeated poison pattern."""
     raw = array.reshape(-1).view(np.uint8)
     if raw.size % 4 == 0 and raw.ctypes.data % 4 == 0:
-        raw.view(np.uint32)[:] = POISON_U32
+        words = raw.view(np.uint32)
+
+        def fill(part: slice) -> None:
+            words[part] = POISON_U32
+
+        map_chunks(fill, words.size)
     else:
         raw[:] = poison_pattern(raw.size)
 
@@ -91,7 +109,7 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
     if got.dtype.itemsize == want.dtype.itemsize and got.dtype.kind in "uib" and want.dtype.kind in "uib":
         g, w = _as_words(got), _as_words(want)
         if g is not None and w is not None:
-            return bool(np.array_equal(g, w))
+            return all(map_chunks(lambda part: bool(np.array_equal(g[part], w[part])), g.size))
     return bool(np.array_equal(got, want))
 
 
@@ -122,8 +140,10 @@ def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str 
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape:
         return False, shape_mismatch(got, want, what)
-    # One float64 temporary, worked in place (no copy of a float64 reference): the arrays run to
-    # hundreds of MiB.
+    if _count_outside(got, want, atol, rtol) == 0:
+        return True, ""
+    # Something differs: the whole arrays again, for the report (one float64 temporary, worked
+    # in place: the arrays run to hundreds of MiB).
     want64 = np.asarray(want, dtype=np.float64)
     atol64, rtol64 = np.asarray(atol, dtype=np.float64), np.asarray(rtol, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -138,12 +158,51 @@ def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str 
                                  lambda i: f" (tolerance {tol.reshape(-1)[i]:.3g})")
 
 
+def _flat(a: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``a`` (a scalar's 0-d array stays one) as one flat float64 array of ``shape``'s size."""
+    a = np.asarray(a, dtype=np.float64)
+    return a if a.ndim == 0 else np.broadcast_to(a, shape).reshape(-1)
+
+
+def _count_outside(got: np.ndarray, want: np.ndarray, atol: Any, rtol: Any) -> int:
+    """How many elements have |got - want| > atol + rtol |want| (NaN counted), a chunk at a
+    time on the host's cores (measure.parallel)."""
+    g, w = got.reshape(-1), want.reshape(-1)
+    a, r = _flat(atol, got.shape), _flat(rtol, got.shape)
+    relative = not (r.ndim == 0 and r == 0)
+
+    def count(part: slice) -> int:
+        w64 = w[part].astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.subtract(g[part], w64, dtype=np.float64)
+            np.abs(err, out=err)
+            tol = a if a.ndim == 0 else a[part]
+            if relative:
+                np.abs(w64, out=w64)
+                tol = tol + (r if r.ndim == 0 else r[part]) * w64
+            return int(err.size - np.count_nonzero(err <= tol))  # NaN compares False
+
+    return sum(map_chunks(count, g.size))
+
+
 def max_abs_error(got: np.ndarray, want: np.ndarray) -> float:
-    """The largest |got - want| among finite differences (NaN where none is finite)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        err = np.subtract(got, np.asarray(want, dtype=np.float64), dtype=np.float64)
-        np.abs(err, out=err)
-    return float(np.nanmax(err)) if np.isfinite(err).any() else float("nan")
+    """The largest |got - want| among finite differences (NaN where none is finite), a chunk at
+    a time on the host's cores."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        got, want = np.broadcast_arrays(got, want)
+    g, w = got.reshape(-1), want.reshape(-1)
+
+    def largest(part: slice) -> tuple[bool, float]:
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.subtract(g[part], w[part].astype(np.float64), dtype=np.float64)
+            np.abs(err, out=err)
+            return bool(np.isfinite(err).any()), float(np.fmax.reduce(err)) if err.size else float("nan")
+
+    parts = map_chunks(largest, g.size)
+    if not any(finite for finite, _ in parts):
+        return float("nan")
+    return float(np.fmax.reduce(np.array([m for _, m in parts])))
 
 
 FLT_MIN = 2.0**-126  # smallest normal float
