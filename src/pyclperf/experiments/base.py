@@ -120,6 +120,14 @@ class Sweep(ABC):
             kwargs[arg] = value
         return cls(ctx, **kwargs)
 
+    @classmethod
+    def quick_options(cls, info: Any) -> dict[str, Any]:
+        """Constructor options of a quick run on the device ``info`` describes (``pyclperf run
+        --quick``, ``pyclperf guide --quick``): smaller sizes or fewer points wherever the
+        claim's verdict does not need the defaults; {} where it does, or where the defaults are
+        small already (a CPU device's). Options the user gives override these."""
+        return {}
+
     @abstractmethod
     def points(self) -> list[dict[str, Any]]: ...
 

@@ -33,9 +33,9 @@ TIMEOUT_S = 600.0
 QUICK_TIMEOUT_S = 240.0
 THOROUGH_TIMEOUT_S = 3600.0
 # --quick: two timed launches per point, one warm-up, no interval goal (measure.timing_policy's
-# "quick"). Sizes stay the experiments' defaults for the device kind, which on a CPU device are
-# already small.
-QUICK_ARGS = ("--timing", "quick", "--warmup", "1")
+# "quick"), and each experiment's quick sizes (Sweep.quick_options: smaller sizes or fewer
+# points on a GPU where its verdict does not need the defaults; a CPU device's are small already).
+QUICK_ARGS = ("--quick",)
 # --thorough: ten times the measurement of a default run (measure.timing_policy's "thorough"),
 # for checking that the default run's verdicts are not artefacts of measuring too little.
 THOROUGH_ARGS = ("--timing", "thorough")
