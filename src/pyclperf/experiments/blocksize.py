@@ -46,6 +46,9 @@ def default_sizes(info: _core.DeviceInfo) -> list[int]:
 
 
 WARP = 32  # Guide 4.4's multiple
+# A quick run on a GPU: the sizes the claim compares (each non-multiple of 32 and its multiple-of-
+# 32 neighbours) and the powers of two for the best size and the Guide's 128-256.
+QUICK_SIZES = (16, 32, 48, 64, 128, 192, 200, 224, 256, 512, 1024)
 
 
 def multiples_over_neighbours(results: Results) -> Figure:
@@ -119,6 +122,12 @@ class BlockSize(Experiment):
         if "matmul" in self.kernels:
             self.matmul_kernel = ctx.program(file="blocksize.cl").kernel("matmul")
             self.a, self.b, self.c = (ctx.buffer(self.n * self.n * FLOAT) for _ in range(3))
+
+    @classmethod
+    def quick_options(cls, info: Any) -> dict[str, Any]:
+        if not info.is_gpu:
+            return {}
+        return {"sizes": [s for s in QUICK_SIZES if s <= int(info.max_work_group_size)]}
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "items": self.items, "n": self.n, "sizes": self.sizes,

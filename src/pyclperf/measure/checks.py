@@ -4,7 +4,7 @@ would hide a destination nobody wrote) shows any byte that was not written."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -12,24 +12,32 @@ from .parallel import CHUNK, chunks, map_chunks, threads
 from .poison import POISON_U32, poison_pattern  # noqa: F401  (the experiments' names)
 
 
+def drawn(rng: np.random.Generator, n: int, dtype: Any,
+          draw: Callable[[np.random.Generator, int], np.ndarray]) -> np.ndarray:
+    """``n`` values of ``dtype``, ``draw(generator, count)`` giving ``count`` of them: a large
+    draw is made in chunks on the host's cores, each by a generator spawned from ``rng``
+    (independent streams), a small one (or under NumPy < 1.25, which cannot spawn) by ``rng``."""
+    out = np.empty(int(n), dtype)
+    parts = chunks(out.size)
+    if len(parts) < 2 or threads() < 2 or not hasattr(rng, "spawn"):
+        out[:] = draw(rng, out.size)
+        return out
+    children = rng.spawn(len(parts))
+
+    def part(s: slice) -> None:
+        out[s] = draw(children[s.start // CHUNK], s.stop - s.start)
+
+    map_chunks(part, out.size)
+    return out
+
+
 def random_bytes(rng: np.random.Generator, nbytes: int) -> np.ndarray:
     """``nbytes`` fresh random bytes as a writable uint8 array: the generator's raw 64-bit
     outputs, about three times faster than ``rng.integers`` over the full range (which draws the
-    same words and then checks the bounds), and far faster than ``rng.bytes``. A large draw is
-    made in chunks on the host's cores, each by a generator spawned from ``rng``."""
+    same words and then checks the bounds), and far faster than ``rng.bytes``; drawn on the
+    host's cores where it is large (``drawn``)."""
     n = int(nbytes)
-    count = -(-n // 8)
-    parts = chunks(count)
-    if len(parts) < 2 or threads() < 2 or not hasattr(rng, "spawn"):  # NumPy < 1.25: no spawn
-        words = rng.bit_generator.random_raw(count)
-        return words.view(np.uint8)[:n]
-    words = np.empty(count, np.uint64)
-    children = rng.spawn(len(parts))
-
-    def draw(part: slice) -> None:
-        words[part] = children[part.start // CHUNK].bit_generator.random_raw(part.stop - part.start)
-
-    map_chunks(draw, count)
+    words = drawn(rng, -(-n // 8), np.uint64, lambda g, count: g.bit_generator.random_raw(count))
     return words.view(np.uint8)[:n]
 
 

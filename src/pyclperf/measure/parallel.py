@@ -65,4 +65,13 @@ def map_chunks(fn: Callable[[slice], Any], n: int, chunk: int = CHUNK) -> list[A
     return list(_executor().map(fn, parts))
 
 
-__all__ = ["CHUNK", "chunks", "map_chunks", "threads"]
+def copy_into(dst: Any, src: Any) -> None:
+    """``dst[...] = src`` for two flat arrays of one size, a chunk at a time on the pool."""
+
+    def part(s: slice) -> None:
+        dst[s] = src[s]
+
+    map_chunks(part, len(src), 8 * CHUNK)
+
+
+__all__ = ["CHUNK", "chunks", "copy_into", "map_chunks", "threads"]
