@@ -167,9 +167,12 @@ def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str 
 
 
 def _flat(a: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """``a`` (a scalar's 0-d array stays one) as one flat float64 array of ``shape``'s size."""
-    a = np.asarray(a, dtype=np.float64)
-    return a if a.ndim == 0 else np.broadcast_to(a, shape).reshape(-1)
+    """``a`` (a scalar's 0-d float64 array stays one) as one flat array of ``shape``'s size, in
+    its own type (a chunk is widened when it is used)."""
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return a.astype(np.float64)
+    return a.reshape(-1) if a.shape == shape else np.broadcast_to(a, shape).reshape(-1)
 
 
 def _count_outside(got: np.ndarray, want: np.ndarray, atol: Any, rtol: Any) -> int:
@@ -184,10 +187,10 @@ def _count_outside(got: np.ndarray, want: np.ndarray, atol: Any, rtol: Any) -> i
         with np.errstate(invalid="ignore", over="ignore"):
             err = np.subtract(g[part], w64, dtype=np.float64)
             np.abs(err, out=err)
-            tol = a if a.ndim == 0 else a[part]
+            tol = a if a.ndim == 0 else a[part].astype(np.float64)
             if relative:
                 np.abs(w64, out=w64)
-                tol = tol + (r if r.ndim == 0 else r[part]) * w64
+                tol = tol + (r if r.ndim == 0 else r[part].astype(np.float64)) * w64
             return int(err.size - np.count_nonzero(err <= tol))  # NaN compares False
 
     return sum(map_chunks(count, g.size))
@@ -289,33 +292,45 @@ def product_tolerance(k: int, magnitude: np.ndarray) -> np.ndarray:
     return gamma * magnitude + k * float(np.finfo(np.float32).tiny)
 
 
-def check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray,
-                  what: str = "elements of C") -> tuple[bool, str]:
-    """Whether ``got`` (float32, shape (rows, cols)) is A B within product_tolerance.
-
-    Computed in blocks of rows so that a 1 GiB result needs no more than a few hundred MiB of
-    float64 temporaries. NaN (the poison) never passes.
-    """
+def product_reference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A B in float64 and each element's product_tolerance (as float32, rounded up): what
+    ``within_product`` holds a device's C to, computed once for as many products of the same
+    A and B as there are (an experiment's variants all compute one C)."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    if got.shape != (a.shape[0], b.shape[1]):
-        return False, f"{what}: shape {got.shape}, expected {(a.shape[0], b.shape[1])}"
-    k = a.shape[1]
-    rows = max(1, (1 << 24) // max(1, b.shape[1]))
-    wrong, first = 0, ""
+    want = np.empty((a.shape[0], b.shape[1]))
+    tol = np.empty(want.shape, np.float32)
+    rows = max(1, (1 << 24) // max(1, b.shape[1]))  # a few hundred MiB of temporaries at most
     for r0 in range(0, a.shape[0], rows):
         block = slice(r0, r0 + rows)
-        want = a64[block] @ b64
-        tol = product_tolerance(k, np.abs(a64[block]) @ np.abs(b64))
-        bad = outside(got[block], want, tol)
-        if bad.any():
-            if not first:
-                r, c = np.argwhere(bad)[0]
-                first = (f"first at row {r0 + r}, column {c}: got {got[r0 + r, c]!r}, "
-                         f"want {want[r, c]!r} +- {tol[r, c]:.3g}")
-            wrong += int(bad.sum())
-    if wrong:
-        return False, f"{wrong} of {got.size} {what} outside the float32 rounding bound; {first}"
-    return True, ""
+        want[block] = a64[block] @ b64
+        # float32 rounds by at most 2^-24 relative: the margin keeps every bound at or above
+        # the float64 one.
+        tol[block] = product_tolerance(a.shape[1], np.abs(a64[block]) @ np.abs(b64)) * (1 + 2.0**-22)
+    return want, tol
+
+
+def within_product(got: np.ndarray, want: np.ndarray, tol: np.ndarray,
+                   what: str = "elements of C") -> tuple[bool, str]:
+    """Whether ``got`` lies within ``tol`` of ``want`` (product_reference's), a chunk at a time
+    on the host's cores; the detail names the first element outside by row and column. NaN (the
+    poison) never passes."""
+    if got.shape != want.shape:
+        return False, f"{what}: shape {got.shape}, expected {want.shape}"
+    wrong = _count_outside(got, want, tol, 0.0)
+    if not wrong:
+        return True, ""
+    bad = outside(got, want, tol)
+    r, c = np.argwhere(bad)[0]
+    return False, (f"{wrong} of {got.size} {what} outside the float32 rounding bound; first at row "
+                   f"{r}, column {c}: got {got[r, c]!r}, want {want[r, c]!r} +- {tol[r, c]:.3g}")
+
+
+def check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  what: str = "elements of C") -> tuple[bool, str]:
+    """Whether ``got`` (float32, shape (rows, cols)) is A B within product_tolerance."""
+    if got.shape != (a.shape[0], b.shape[1]):
+        return False, f"{what}: shape {got.shape}, expected {(a.shape[0], b.shape[1])}"
+    return within_product(got, *product_reference(a, b), what)
 
 
 # --- verification at device speed ---------------------------------------------------------------
