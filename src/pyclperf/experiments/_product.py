@@ -120,6 +120,11 @@ class Product(Experiment):
         return [{"variant": v.name, "kernel": v.kernel, "tile": self.tile, "source": v.source}
                 for v in self.chosen]
 
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        if point.get("kernel") not in {v.kernel for v in self.chosen}:
+            return []  # not one of ours (tiling's vendor reference)
+        return [{"file": self.kernel_file, "defines": self.defines(self.variant(point))}]
+
     def kernel(self, v: Variant) -> Any:
         """The variant's kernel with its buffers bound (builds are cached by the context)."""
         program = self.ctx.program(file=self.kernel_file, defines=self.defines(v))

@@ -245,8 +245,14 @@ class Bandwidth(Experiment):
     def kernel(self, mode: str, size: int) -> Any:
         """The mode's kernel from the build for work-group size ``size`` (read_sum requires it;
         the builds are cached by the context, one per size)."""
-        program = self.ctx.program(file="bandwidth.cl", defines={"WG": size})
+        program = self.ctx.program(**self.build(size))
         return program.kernel({"read": "read_sum", "write": "fill", "convert": "to_half"}[mode])
+
+    def build(self, size: int) -> dict[str, Any]:
+        return {"file": "bandwidth.cl", "defines": {"WG": size}}
+
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        return [self.build(int(point["local_size"]))]
 
     def rounding_chain(self, work_items: int, size: int) -> int:
         """Float32 roundings an element's value may pass through on its way to its group's sum:

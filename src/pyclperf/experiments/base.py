@@ -227,6 +227,12 @@ class Experiment(Sweep):
         """Why ``point`` cannot run on this device (a missing feature); None to run it."""
         return None
 
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        """The programs ``point``'s launch will build (ctx.program's keyword arguments each), so
+        that the engine builds a sweep's variants side by side before its first point
+        (Context.prebuild); [] where the experiment builds what it needs up front."""
+        return []
+
     def verify(self, point: dict[str, Any]) -> Check:
         """Verify ``point`` once, untimed: its launch, the launch check, then ``check``."""
         launch = self.launch(point)
@@ -372,7 +378,11 @@ def run_experiment(
                                    footprint=experiment.footprint_bytes(whole), allowance=allowance)])
         return row
 
-    results = run_points(experiment.points(), measure, meta=meta, out=out, progress=progress)
+    points = experiment.points()
+    if isinstance(experiment, Experiment):
+        experiment.ctx.prebuild([r for p in points if experiment.skip(p) is None
+                                 for r in experiment.builds(p)])
+    results = run_points(points, measure, meta=meta, out=out, progress=progress)
     if not results.meta.get("interrupted"):
         experiment.finish(results)
         say_noise(results)

@@ -135,12 +135,18 @@ class LaunchBounds(Experiment):
     def peak_kind(self, row: dict[str, Any]) -> str | None:
         return None  # arithmetic-bound: no memory ceiling applies
 
-    def program(self, bounds: str, size: int) -> Any:
+    def build(self, bounds: str, size: int) -> dict[str, Any]:
         defines: dict[str, Any] = {"LANES": self.lanes}
         if bounds == "reqd":
             defines["REQD"] = size
-        return self.ctx.program(file="launchbounds.cl", defines=defines,
-                                options=verbose_build_options(self.ctx.info))
+        return {"file": "launchbounds.cl", "defines": defines,
+                "options": verbose_build_options(self.ctx.info)}
+
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        return [self.build(point["bounds"], int(point["work_group_size"]))]
+
+    def program(self, bounds: str, size: int) -> Any:
+        return self.ctx.program(**self.build(bounds, size))
 
     def launch(self, point: dict[str, Any]) -> Launch:
         size, bounds = int(point["work_group_size"]), point["bounds"]

@@ -197,8 +197,14 @@ class Separable(Experiment):
         per_pixel = 4 * FLOAT if variant == TWO_PASS else 2 * FLOAT
         return per_pixel * self.width * self.height
 
+    def build(self, radius: int) -> dict[str, Any]:
+        return {"file": "separable.cl", "defines": {"R": radius, "TX": self.tx, "TY": self.ty}}
+
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        return [self.build(int(point["radius"]))]
+
     def program(self, radius: int) -> Any:
-        return self.ctx.program(file="separable.cl", defines={"R": radius, "TX": self.tx, "TY": self.ty})
+        return self.ctx.program(**self.build(radius))
 
     def load(self, radius: int) -> tuple[Any, np.ndarray, float]:
         """The input on the device and, for ``radius`` (once per radius): weights buffer,

@@ -134,15 +134,19 @@ class VectorWidth(Experiment):
     def points(self) -> list[dict[str, Any]]:
         return [v.fields() for v in self.variants]
 
+    def build(self, v: Variant) -> dict[str, Any]:
+        if v.kernel == "copy":
+            return {"file": "vector.cl", "defines": {"ELEMENT": v.element, "PER_ITEM": v.per_item}}
+        return {"file": "vector.cl"}
+
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        return [self.build(VARIANTS[point["variant"]])]
+
     def kernel(self, v: Variant) -> Any:
         """The variant's kernel with its buffers bound (builds are cached by the context)."""
-        if v.kernel == "copy":
-            program = self.ctx.program(file="vector.cl",
-                                       defines={"ELEMENT": v.element, "PER_ITEM": v.per_item})
-            k = program.kernel("vector_copy")
-        else:
-            k = self.ctx.program(file="vector.cl").kernel(f"reverse_{v.element}")
-        return k.set_args(self.dst, self.src)
+        program = self.ctx.program(**self.build(v))
+        name = "vector_copy" if v.kernel == "copy" else f"reverse_{v.element}"
+        return program.kernel(name).set_args(self.dst, self.src)
 
     def launch(self, point: dict[str, Any]) -> Launch:
         v = VARIANTS[point["variant"]]
