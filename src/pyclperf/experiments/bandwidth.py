@@ -201,6 +201,15 @@ class Bandwidth(Experiment):
         self._inputs: dict[str, Any] = {}  # mode -> (input, reference), drawn on first use
         self._loaded = ""  # the mode whose input ``src`` holds
 
+    @classmethod
+    def quick_options(cls, info: Any) -> dict[str, Any]:
+        # A property of the device (no verdict): a quick run on a GPU tries two work-group sizes
+        # of the four, with every grid.
+        if not info.is_gpu:
+            return {}
+        top = int(info.max_work_group_size)
+        return {"sizes": [s for s in (256, 1024) if s <= top] or [1 << (top.bit_length() - 1)]}
+
     def reference_figure(self, info: Any, gbps: float | None, label: str) -> tuple[float, str] | None:
         """(GB/s, what it is) of the read the best read is set beside; None where none is known."""
         if gbps is None:
