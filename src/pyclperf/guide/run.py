@@ -311,7 +311,9 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
     device_option(g)
     g.add_argument("--out", default="guide", metavar="DIR", help="output folder (default ./guide)")
     g.add_argument("--quick", action="store_true",
-                   help="two timed launches per point and no interval goal: minutes on a CPU device")
+                   help="two timed launches per point, no interval goal, and on a GPU smaller "
+                        "sizes or fewer points where an experiment's verdict does not need the "
+                        "defaults (pyclperf run --quick; the page names them)")
     g.add_argument("--thorough", action="store_true",
                    help="ten times the measurement per point (pyclperf run --timing thorough): a "
                         "reference run to check that the default run's verdicts hold")
