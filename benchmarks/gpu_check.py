@@ -57,6 +57,10 @@ class Log:
         if self.file:
             self.file.write(text + "\n")
 
+    def close(self) -> None:
+        if self.file:
+            self.file.close()
+
 
 def stage(log: Log, name: str, cmd: list[str], limit_s: float, env: dict[str, str] | None = None,
           cwd: Path = ROOT) -> dict[str, Any]:
@@ -100,6 +104,7 @@ def stage(log: Log, name: str, cmd: list[str], limit_s: float, env: dict[str, st
                     proc.wait(timeout=20)
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
+    proc.stdout.close()
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:  # it closed its output but lives on: stop it
@@ -363,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
                          (work / "overhead.json", "overhead.json")):
             if src.is_file():
                 shutil.copy(src, out / dst)
+    log.close()
     return 0
 
 
