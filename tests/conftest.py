@@ -37,6 +37,23 @@ def ctx(cl_ctx: pyclperf.Context) -> pyclperf.Context:
     return cl_ctx
 
 
+@pytest.fixture(scope="session")
+def benchmark_script():
+    """A loader of the benchmarks/ scripts (not a package) as modules: benchmark_script("name")."""
+    import importlib.util
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng()

@@ -3,21 +3,14 @@ figures and the RESULTS.md block come from what the stages left (no device neede
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
-
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def script(benchmark_script):
+    return benchmark_script("gpu_check")
 
 
 def test_a_stage_streams_its_output_and_one_past_its_limit_is_stopped(script, tmp_path, capsys):
