@@ -321,9 +321,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown stage(s) {', '.join(unknown)}; known: {', '.join(ORDER)}")
     py = args.python
+    # make gpu-check, or the same pytest command where there is no make.
+    gpu_check = (["make", "--no-print-directory", "gpu-check", f"PY={py}",
+                  f"GPU_CHECK_DEVICES={args.device}"] if shutil.which("make") else
+                 [py, "-m", "pytest", "-m", "device", "-p", "no:cacheprovider", "--durations=15"])
     commands: dict[str, Callable[[], list[str]]] = {
-        "gpu-check": lambda: ["make", "--no-print-directory", "gpu-check", f"PY={py}",
-                              f"GPU_CHECK_DEVICES={args.device}"],
+        "gpu-check": lambda: gpu_check,
         "overhead": lambda: [py, str(HERE / "overhead.py"), "--device", args.device, "--rounds",
                              str(args.rounds), "--json", str(work / "overhead.json")],
         "profile": lambda: [py, "-m", "pyclperf", "profile", "--device", args.device, "--refresh",
@@ -341,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         if left < 20:
             log(f"== {name}: not run, {left:.0f} s of the budget left")
             continue
-        env = {"PYCLPERF_PROFILES": str(work / "profiles")} if name == "profile" else None
+        env = ({"PYCLPERF_PROFILES": str(work / "profiles")} if name == "profile" else
+               {"PYCLPERF_TEST_DEVICES": args.device} if name == "gpu-check" else None)
         stages[name] = stage(log, name, commands[name](), min(LIMITS[name], left - 5), env=env)
     docs = {mode: guide_document(work / mode) for mode in MODES if f"guide-{mode}" in stages}
     overhead = None
