@@ -41,6 +41,9 @@ MODES = ("default", "quick", "thorough")
 # go on); what the whole run has left bounds them too.
 LIMITS = {"guide-default": 240, "guide-quick": 120, "gpu-check": 300, "overhead": 240,
           "guide-thorough": 420, "profile": 120}
+# Seconds kept back for each stage still to come when an earlier one is given its limit.
+RESERVE = {"guide-default": 60, "guide-quick": 30, "gpu-check": 60, "overhead": 40,
+           "guide-thorough": 60, "profile": 30}
 ORDER = ("guide-default", "guide-quick", "gpu-check", "overhead", "guide-thorough", "profile")
 TARGETS = {"gpu_check_s": 120.0, "guide_default_s": 90.0, "guide_quick_s": 30.0,
            "sweep_over_pyopencl": 1.02, "time_over_pyopencl": 1.0, "script_s": 600.0}
@@ -332,21 +335,28 @@ def main(argv: list[str] | None = None) -> int:
         "profile": lambda: [py, "-m", "pyclperf", "profile", "--device", args.device, "--refresh",
                             "--plot", str(work / "roofline.png")],
     }
+    limits: dict[str, float] = {}
     for mode in MODES:
         extra = [] if mode == "default" else [f"--{mode}"]
+        # The guide's own budget a little inside the stage's limit: it stops between
+        # experiments and writes its page, where a stop from outside would cut one short.
         commands[f"guide-{mode}"] = (lambda extra=extra, mode=mode: [
-            py, "-m", "pyclperf", "guide", "--device", args.device, "--out", str(work / mode), *extra])
+            py, "-m", "pyclperf", "guide", "--device", args.device, "--out", str(work / mode),
+            "--budget", f"{max(10.0, limits[f'guide-{mode}'] - 15):.0f}", *extra])
     facts = device_facts(args.device)
     log(f"device: {json.dumps(facts)}; commit {commit_of(args.commit)}; python {py}")
     stages: dict[str, dict[str, Any]] = {}
-    for name in [s for s in ORDER if s in wanted]:
+    todo = [s for s in ORDER if s in wanted]
+    for i, name in enumerate(todo):
         left = args.budget - (time.monotonic() - begun)
-        if left < 20:
+        later = sum(RESERVE[s] for s in todo[i + 1:])
+        limits[name] = min(LIMITS[name], max(left - later, min(left, RESERVE[name])) - 5)
+        if limits[name] < 15:
             log(f"== {name}: not run, {left:.0f} s of the budget left")
             continue
         env = ({"PYCLPERF_PROFILES": str(work / "profiles")} if name == "profile" else
                {"PYCLPERF_TEST_DEVICES": args.device} if name == "gpu-check" else None)
-        stages[name] = stage(log, name, commands[name](), min(LIMITS[name], left - 5), env=env)
+        stages[name] = stage(log, name, commands[name](), limits[name], env=env)
     docs = {mode: guide_document(work / mode) for mode in MODES if f"guide-{mode}" in stages}
     overhead = None
     try:
