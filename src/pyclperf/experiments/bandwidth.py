@@ -157,6 +157,7 @@ class Bandwidth(Experiment):
     plot = {"kind": "lines", "y": "gbps", "group": "mode", "logx": True,
             "ylabel": "GB/s (dots: each work-group size)"}
     size_arg, values_arg, local_size_arg = "nbytes", "sizes", None
+    quick_gpu = {"sizes": (256, 1024)}  # a property (no verdict): two of the four group sizes
 
     def __init__(self, ctx: Any, nbytes: int | None = None, sizes: Sequence[int] | None = None,
                  per_cu: Sequence[int] = PER_CU, full: bool = True,
@@ -200,15 +201,6 @@ class Bandwidth(Experiment):
         self.rng = np.random.default_rng()
         self._inputs: dict[str, Any] = {}  # mode -> (input, reference), drawn on first use
         self._loaded = ""  # the mode whose input ``src`` holds
-
-    @classmethod
-    def quick_options(cls, info: Any) -> dict[str, Any]:
-        # A property of the device (no verdict): a quick run on a GPU tries two work-group sizes
-        # of the four, with every grid.
-        if not info.is_gpu:
-            return {}
-        top = int(info.max_work_group_size)
-        return {"sizes": [s for s in (256, 1024) if s <= top] or [1 << (top.bit_length() - 1)]}
 
     def reference_figure(self, info: Any, gbps: float | None, label: str) -> tuple[float, str] | None:
         """(GB/s, what it is) of the read the best read is set beside; None where none is known."""
@@ -254,14 +246,8 @@ class Bandwidth(Experiment):
     def kernel(self, mode: str, size: int) -> Any:
         """The mode's kernel from the build for work-group size ``size`` (read_sum requires it;
         the builds are cached by the context, one per size)."""
-        program = self.ctx.program(**self.build(size))
+        program = self.ctx.program(file="bandwidth.cl", defines={"WG": size})
         return program.kernel({"read": "read_sum", "write": "fill", "convert": "to_half"}[mode])
-
-    def build(self, size: int) -> dict[str, Any]:
-        return {"file": "bandwidth.cl", "defines": {"WG": size}}
-
-    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
-        return [self.build(int(point["local_size"]))]
 
     def rounding_chain(self, work_items: int, size: int) -> int:
         """Float32 roundings an element's value may pass through on its way to its group's sum:

@@ -120,13 +120,16 @@ class Sweep(ABC):
             kwargs[arg] = value
         return cls(ctx, **kwargs)
 
+    # Constructor options of a quick run on a GPU (quick_options' default), where the defaults
+    # are GPU-sized: smaller sizes or fewer points where the claim's verdict does not need them.
+    quick_gpu: dict[str, Any] = {}
+
     @classmethod
     def quick_options(cls, info: Any) -> dict[str, Any]:
         """Constructor options of a quick run on the device ``info`` describes (``pyclperf run
-        --quick``, ``pyclperf guide --quick``): smaller sizes or fewer points wherever the
-        claim's verdict does not need the defaults; {} where it does, or where the defaults are
-        small already (a CPU device's). Options the user gives override these."""
-        return {}
+        --quick``, ``pyclperf guide --quick``): ``quick_gpu`` on a GPU, {} elsewhere (a CPU
+        device's defaults are small already). Options the user gives override these."""
+        return dict(cls.quick_gpu) if info.is_gpu else {}
 
     @abstractmethod
     def points(self) -> list[dict[str, Any]]: ...

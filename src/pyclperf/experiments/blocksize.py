@@ -88,6 +88,7 @@ class BlockSize(Experiment):
             "mark_label": "multiple of the preferred work-group multiple", "logx": True,
             "vlines": {"Guide: 128": 128, "Guide: 256": 256}}
     size_arg, values_arg, local_size_arg = "items", "sizes", None
+    quick_gpu = {"sizes": QUICK_SIZES}  # a size past the device's limit is skipped, as ever
 
     def __init__(self, ctx: Any, items: int | None = None, sizes: Sequence[int] | None = None,
                  n: int | None = None, kernels: Sequence[str] = KERNELS) -> None:
@@ -122,12 +123,6 @@ class BlockSize(Experiment):
         if "matmul" in self.kernels:
             self.matmul_kernel = ctx.program(file="blocksize.cl").kernel("matmul")
             self.a, self.b, self.c = (ctx.buffer(self.n * self.n * FLOAT) for _ in range(3))
-
-    @classmethod
-    def quick_options(cls, info: Any) -> dict[str, Any]:
-        if not info.is_gpu:
-            return {}
-        return {"sizes": [s for s in QUICK_SIZES if s <= int(info.max_work_group_size)]}
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "items": self.items, "n": self.n, "sizes": self.sizes,

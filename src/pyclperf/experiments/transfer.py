@@ -52,7 +52,7 @@ def pinned_over_pageable(results: Results) -> Figure:
             / pooled(plateau_rows(results, PAGEABLE_H2D), "gbps"))
 
 
-GPU_TOP, QUICK_GPU_TOP = GiB, 64 * MiB
+GPU_TOP = GiB
 
 
 class Transfer(Sweep):
@@ -72,6 +72,8 @@ class Transfer(Sweep):
     plot = {"kind": "modes", "group": "mode", "logx": True, "logy": True}
     size_arg, values_arg, local_size_arg = "max_bytes", "sizes", None  # bytes
     adaptive = True  # each transfer timed by the run's policy, as kernel launches are
+    # The plateau (the claim's figure) holds from a few MiB: a quick sweep ends at 64 MiB.
+    quick_gpu = {"max_bytes": 64 * MiB}
 
     def __init__(self, ctx: Any, sizes: Sequence[int] | None = None,
                  modes: Sequence[str | Mode] | None = None, max_bytes: int | None = None) -> None:
@@ -91,11 +93,6 @@ class Transfer(Sweep):
             raise _core.InvalidArgumentError(f"{self.id}: sizes must be positive, got {self.sizes}")
         self.modes = [Mode.parse(m) for m in (modes or ALL_MODES)]
         self.rig = TransferRig(ctx, max(self.sizes), self.modes)
-
-    @classmethod
-    def quick_options(cls, info: Any) -> dict[str, Any]:
-        # The plateau (the claim's figure) holds from a few MiB: a quick sweep ends at 64 MiB.
-        return {"max_bytes": QUICK_GPU_TOP} if info.is_gpu else {}
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "sizes": self.sizes, "modes": [m.name for m in self.modes]}

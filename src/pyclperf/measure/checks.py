@@ -14,9 +14,9 @@ from .poison import POISON_U32, poison_pattern  # noqa: F401  (the experiments' 
 
 def drawn(rng: np.random.Generator, n: int, dtype: Any,
           draw: Callable[[np.random.Generator, int], np.ndarray]) -> np.ndarray:
-    """``n`` values of ``dtype``, ``draw(generator, count)`` giving ``count`` of them: a large
-    draw is made in chunks on the host's cores, each by a generator spawned from ``rng``
-    (independent streams), a small one (or under NumPy < 1.25, which cannot spawn) by ``rng``."""
+    """``n`` values of ``dtype`` from ``draw(generator, count)``: a large draw in chunks on the
+    host's cores, each by a generator spawned from ``rng``, a small one (or one under NumPy <
+    1.25, which cannot spawn) by ``rng``."""
     out = np.empty(int(n), dtype)
     parts = chunks(out.size)
     if len(parts) < 2 or threads() < 2 or not hasattr(rng, "spawn"):
@@ -33,9 +33,8 @@ def drawn(rng: np.random.Generator, n: int, dtype: Any,
 
 def random_bytes(rng: np.random.Generator, nbytes: int) -> np.ndarray:
     """``nbytes`` fresh random bytes as a writable uint8 array: the generator's raw 64-bit
-    outputs, about three times faster than ``rng.integers`` over the full range (which draws the
-    same words and then checks the bounds), and far faster than ``rng.bytes``; drawn on the
-    host's cores where it is large (``drawn``)."""
+    outputs (``drawn``), three times faster than ``rng.integers`` over the full range (which
+    draws the same words and then checks the bounds), and far faster than ``rng.bytes``."""
     n = int(nbytes)
     words = drawn(rng, -(-n // 8), np.uint64, lambda g, count: g.bit_generator.random_raw(count))
     return words.view(np.uint8)[:n]
@@ -167,8 +166,8 @@ def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str 
 
 
 def _flat(a: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """``a`` (a scalar's 0-d float64 array stays one) as one flat array of ``shape``'s size, in
-    its own type (a chunk is widened when it is used)."""
+    """``a`` as one flat array of ``shape``'s size in its own type (a chunk is widened where it
+    is used); a scalar as a 0-d float64 array."""
     a = np.asarray(a)
     if a.ndim == 0:
         return a.astype(np.float64)
