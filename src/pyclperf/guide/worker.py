@@ -174,13 +174,10 @@ def main() -> None:
 def _preload() -> None:
     """Import what every experiment's run needs before the first request comes, so a worker
     started ahead of its experiment (the guide's spare) has its second or two of imports done."""
-    import importlib
+    import pandas  # noqa: F401  (the results' tables)
 
-    for name in ("pyclperf", "pyclperf.experiments", "pyclperf.measure.results", "pandas"):
-        try:
-            importlib.import_module(name)
-        except ImportError:  # the request will say what is missing, in its own log
-            pass
+    from .. import experiments  # noqa: F401  (every experiment's module, registered)
+    from ..views import run_command  # noqa: F401  (what each request runs through)
 
 
 if __name__ == "__main__":
