@@ -44,7 +44,7 @@ LIMITS = {"guide-default": 240, "guide-quick": 120, "gpu-check": 300, "overhead"
 # Seconds kept back for each stage still to come when an earlier one is given its limit.
 RESERVE = {"guide-default": 60, "guide-quick": 30, "gpu-check": 60, "overhead": 40,
            "guide-thorough": 60, "profile": 30}
-ORDER = ("guide-default", "guide-quick", "gpu-check", "overhead", "guide-thorough", "profile")
+ORDER = ("guide-default", "guide-quick", "overhead", "gpu-check", "guide-thorough", "profile")
 TARGETS = {"gpu_check_s": 120.0, "guide_default_s": 90.0, "guide_quick_s": 30.0,
            "sweep_over_pyopencl": 1.02, "time_over_pyopencl": 1.0, "script_s": 600.0}
 
