@@ -16,7 +16,7 @@ DEBS := g++ ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers opencl-clhpp-he
 BUILD_DEPS := scikit-build-core pybind11 cmake ninja
 SOURCES := $(shell find src kernels -type f -not -path '*/__pycache__/*') CMakeLists.txt pyproject.toml
 
-.PHONY: all deps venv install demo test lab sanitize leakcheck wheel wheel-check docs clean distclean
+.PHONY: all deps venv install demo test gpu-check lab sanitize leakcheck wheel wheel-check docs clean distclean
 
 all: install
 
@@ -64,6 +64,18 @@ demo: install
 
 test: install
 	$(PY) -m pytest
+
+# The tests that touch an OpenCL device (marked `device` by tests/conftest.py: those using the
+# device under test), on the devices GPU_CHECK_DEVICES selects (PYCLPERF_TEST_DEVICES: NVIDIA's
+# by default): the check after a change to launching or timing, on a GPU machine. Where the
+# package is installed already (a GPU machine without network): make gpu-check PY=python3.
+# GPU_CHECK_WORKERS > 1 spreads the tests over that many processes (pytest-xdist).
+GPU_CHECK_DEVICES ?= nvidia
+GPU_CHECK_WORKERS ?= 1
+GPU_CHECK_ARGS ?=
+gpu-check: $(if $(filter $(PY),$(VENV)/bin/python),install)
+	PYCLPERF_TEST_DEVICES=$(GPU_CHECK_DEVICES) $(PY) -m pytest -m device -p no:cacheprovider \
+	    --durations=15 $(if $(filter-out 1,$(GPU_CHECK_WORKERS)),-n $(GPU_CHECK_WORKERS)) $(GPU_CHECK_ARGS)
 
 # JupyterLab on the notebooks (the `notebook` extra: installed into the venv on first use).
 lab: install

@@ -6,7 +6,11 @@
    verified experiment (pyclperf.run("offset")), the same unverified, and a 30-line PyOpenCL loop
    doing the same launches: the experiment's own kernel (kernels/copy.cl's offset_copy), the
    same ranges, the same offsets; once on buffers made beforehand (the loop alone) and once
-   making, using and releasing its own, as the experiment does (the script).
+   making, using and releasing its own, as the experiment does (the script). The experiment
+   runs with a fixed count (a policy with no interval goal), so it makes exactly the loop's
+   launches (the summary's ``same_launches`` checks it), and once more as users run it.
+
+Per-call figures are the median of 7 blocks of 1,000 calls on both sides.
 
 Each side runs in its own process (PyOpenCL's wheel bundles its own ICD loader: --vendors DIR
 is made for it, naming NVIDIA's library), pinned to the same CPUs (--cpus), the sides taking
@@ -34,20 +38,29 @@ TINY = "__kernel void tiny(__global float* x) { x[get_global_id(0)] = 1.0f; }"
 # pyclperf.
 OFFSET = (Path(__file__).resolve().parent.parent / "kernels" / "copy.cl").read_text()
 ITEMS = 1 << 26  # 256 MiB of floats per buffer
-CALLS = 5000
+CALLS = 1000  # calls per block
+BLOCKS = 7    # blocks per figure: its median block is the figure
+POINTS, WARMUP, REPEATS = 33, 3, 20  # the sweep: offsets 0..32, each 3 warm-up + 20 timed launches
 
 
 def per_call(fn: Any) -> float:
+    """Microseconds per call of ``fn``: the median of BLOCKS blocks of CALLS calls, after 500
+    calls of warm-up. The same estimator on both sides: a block that another process or the
+    machine slowed moves the median, not the figure."""
     for _ in range(500):
         fn()
-    t0 = time.perf_counter()
-    for _ in range(CALLS):
-        fn()
-    return (time.perf_counter() - t0) / CALLS * 1e6
+    blocks = []
+    for _ in range(BLOCKS):
+        t0 = time.perf_counter()
+        for _ in range(CALLS):
+            fn()
+        blocks.append((time.perf_counter() - t0) / CALLS * 1e6)
+    return float(np.median(blocks))
 
 
 def side_pyclperf(device: str, items: int) -> dict[str, Any]:
     import pyclperf
+    from pyclperf.measure.timing_policy import Policy
 
     ctx = pyclperf.Context(device)
     k = ctx.program(TINY).kernel("tiny").set_args(ctx.buffer(4096))
@@ -58,22 +71,24 @@ def side_pyclperf(device: str, items: int) -> dict[str, Any]:
     copy = ctx.program(OFFSET).kernel("offset_copy")
     src, dst = ctx.buffer(4 * (items + 64)), ctx.buffer(4 * (items + 64))
     t0 = time.perf_counter()
-    for k_off in range(33):
+    for k_off in range(POINTS):
         copy.set_args(dst, src, np.int32(k_off))
-        copy.time(items, 256, warmup=3, repeats=20)
+        copy.time(items, 256, warmup=WARMUP, repeats=REPEATS)
     out["unverified_loop_s"] = time.perf_counter() - t0
     # One untimed run first builds the kernels (as the PyOpenCL side's build is outside its loop).
     t0 = time.perf_counter()
     pyclperf.run("offset", ctx, size=items, values=[0], warmup=1, repeats=1, progress=False)
     out["first_run_s"] = time.perf_counter() - t0
-    # The experiment as users run it (adaptive timing: at least 20 ms of launches per point), and
-    # with adaptive timing off, so that it makes exactly the loop's 3 + 20 launches per point.
-    for verify, min_time in ((False, 0.0), (True, 0.0), (False, None), (True, None)):
+    # The experiment with a fixed count (no interval goal: exactly the loop's 3 + 20 launches
+    # per point, so the figures compare the same device work), and as users run it (the
+    # default policy: at least 20 launches, more until the median's interval is within 1%).
+    fixed = Policy(min_samples=REPEATS, rel_target=None)
+    for verify, adaptive in ((False, False), (True, False), (False, True), (True, True)):
         t0 = time.perf_counter()
-        extra = {} if min_time is None else {"min_time_s": min_time}
-        res = pyclperf.run("offset", ctx, size=items, warmup=3, repeats=20, verify=verify,
-                           progress=False, **extra)
-        key = ("verified" if verify else "unverified") + ("_adaptive" if min_time is None else "")
+        res = pyclperf.run("offset", ctx, size=items, warmup=WARMUP, repeats=REPEATS,
+                           verify=verify, progress=False, min_time_s=0.0,
+                           policy="default" if adaptive else fixed)
+        key = ("verified" if verify else "unverified") + ("_adaptive" if adaptive else "")
         out[f"{key}_experiment_s"] = time.perf_counter() - t0
         out[f"{key}_statuses"] = sorted({r["status"] for r in res.rows})
         out[f"{key}_launches"] = int(sum(r.get("n", 0) for r in res.rows))
@@ -85,7 +100,10 @@ def side_pyclperf(device: str, items: int) -> dict[str, Any]:
 def side_pyopencl(items: int) -> dict[str, Any]:
     import pyopencl as cl
 
-    platform = next(p for p in cl.get_platforms() if "NVIDIA" in p.name or "nvidia" in p.vendor.lower())
+    platforms = cl.get_platforms()
+    # NVIDIA's where it is there (the GPU machine); else the first (a try on PoCL).
+    platform = next((p for p in platforms if "NVIDIA" in p.name or "nvidia" in p.vendor.lower()),
+                    platforms[0])
     ctx = cl.Context(platform.get_devices())
     q = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
     knl = cl.Program(ctx, TINY).build().tiny
@@ -106,12 +124,12 @@ def side_pyopencl(items: int) -> dict[str, Any]:
         return tuple(cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * (items + 64)) for _ in range(2))
 
     def sweep(src: Any, dst: Any) -> None:
-        for k_off in range(33):
+        for k_off in range(POINTS):
             copy.set_args(dst, src, np.int32(k_off))
-            for _ in range(3):
+            for _ in range(WARMUP):
                 cl.enqueue_nd_range_kernel(q, copy, (items,), (256,))
             q.finish()
-            events = [cl.enqueue_nd_range_kernel(q, copy, (items,), (256,)) for _ in range(20)]
+            events = [cl.enqueue_nd_range_kernel(q, copy, (items,), (256,)) for _ in range(REPEATS)]
             q.finish()
             [e.profile.end - e.profile.start for e in events]
 
@@ -143,7 +161,13 @@ def summarize(out: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     reference_loop = median("pyopencl", "unverified_loop_s")
     summary: dict[str, Any] = {"rounds": len(out.get("pyclperf", [])),
                                "pyopencl_time_us": reference_call,
-                               "pyopencl_loop_s": reference_loop}
+                               "pyopencl_loop_s": reference_loop,
+                               "loop_launches": POINTS * REPEATS}
+    # The fixed-count sweeps must have made exactly the loop's launches: otherwise their wall
+    # times measure different work, not overhead.
+    summary["same_launches"] = all(
+        r.get(f"{key}_launches") == POINTS * REPEATS for r in out.get("pyclperf", [])
+        for key in ("unverified", "verified") if f"{key}_launches" in r)
     for key in ("time_us", "run_us", "unverified_loop_s", "unverified_experiment_s",
                 "verified_experiment_s"):
         summary[key] = median("pyclperf", key)
@@ -189,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.path.exists(lib):
             (vend / "nvidia.icd").write_text(lib + "\n")
             break
+    else:  # no NVIDIA driver here: PyOpenCL's loader reads the system's vendor files
+        vend = Path("/etc/OpenCL/vendors")
     out: dict[str, list[dict[str, Any]]] = {}
     for _ in range(args.rounds):
         for side in ("pyopencl", "pyclperf"):

@@ -21,11 +21,37 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The tests that touch an OpenCL device are those that ask for the device under test (the
+    # plugin's cl_ctx, through ctx or not): marked ``device``, so that `make gpu-check` (pytest
+    # -m device) runs them alone on a GPU after a change to launching or timing.
+    for item in items:
+        if "cl_ctx" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.device)
+
+
 @pytest.fixture(scope="session")
 def ctx(cl_ctx: pyclperf.Context) -> pyclperf.Context:
     """The device under test: pyclperf's own pytest plugin (pyclperf.testing) parametrises
     ``cl_ctx`` over the devices PYCLPERF_TEST_DEVICES selects, one context each per session."""
     return cl_ctx
+
+
+@pytest.fixture(scope="session")
+def benchmark_script():
+    """A loader of the benchmarks/ scripts (not a package) as modules: benchmark_script("name")."""
+    import importlib.util
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 @pytest.fixture

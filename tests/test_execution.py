@@ -35,6 +35,14 @@ def _device_env(ctx, monkeypatch):
     monkeypatch.setenv("PYCLPERF_DEVICE", f"{ctx.info.platform_index}:{ctx.info.device_index}")
 
 
+def refused_launch(name, code):
+    """The exception the core raises where the driver's enqueue refuses a launch (its call,
+    code and name attributes set as the core's translation sets them)."""
+    exc = pyclperf.ClError(f"clEnqueueNDRangeKernel: {name}")
+    exc.call, exc.code, exc.name = "clEnqueueNDRangeKernel", code, name
+    return exc
+
+
 class CappedKernel:
     """A kernel that reports a smaller CL_KERNEL_WORK_GROUP_SIZE, as a register-hungry kernel
     does on a GPU. With ``refuse`` its launches over that size fail as a driver that enforces
@@ -54,7 +62,7 @@ class CappedKernel:
     def _enqueue_check(self, local):
         items = int(np.prod(local)) if local is not None else 0
         if self._refuse and items > self._cap:
-            raise pyclperf.ClError("clEnqueueNDRangeKernel failed: CL_INVALID_WORK_GROUP_SIZE (-54)")
+            raise refused_launch("CL_INVALID_WORK_GROUP_SIZE", -54)
 
     def run(self, global_size, local_size=None):
         self._enqueue_check(local_size)
@@ -145,12 +153,14 @@ def test_a_wrong_matmul_is_caught(ctx):
 
 def test_sizes_over_the_kernel_limit_are_tried_and_recorded(ctx):
     # The kernel's reported limit is recorded, not obeyed: a driver that refuses the launch
-    # makes the row "launch failed" with its OpenCL error ...
+    # at its enqueue makes the row "skipped", the refusal and its OpenCL answer recorded ...
     exp = BlockSize(ctx, items=BS_ITEMS, sizes=[32, 64], n=BS_N, kernels=["copy"])
     exp.copy_kernel = CappedKernel(exp.copy_kernel, 32)
     res = run_experiment(exp, **QUICK)
-    assert [r["status"] for r in res.rows] == ["ok", "launch failed"]
+    assert [r["status"] for r in res.rows] == ["ok", "skipped"]
+    assert "refused by the device" in res.rows[1]["error"]
     assert "CL_INVALID_WORK_GROUP_SIZE" in res.rows[1]["error"]
+    assert res.rows[1]["refused"] == "CL_INVALID_WORK_GROUP_SIZE" and "refused" not in res.rows[0]
     assert [r["kernel_max_work_group_size"] for r in res.rows] == [32, 32]
     assert [r["over_kernel_limit"] for r in res.rows] == [False, True]
     assert res.rows[1]["relative"] is None and "best work-group size 32" in res.meta["conclusion"]
@@ -359,10 +369,12 @@ def test_a_size_only_the_reqd_build_can_run(ctx):
     real = exp.program
     exp.program = lambda b, s: CappedProgram(real(b, s), 64) if b == "none" else real(b, s)
     res = run_experiment(exp, **QUICK)
-    assert [r["status"] for r in res.rows] == ["ok", "ok", "launch failed", "ok"]
+    assert [r["status"] for r in res.rows] == ["ok", "ok", "skipped", "ok"]
     assert res.rows[2]["kernel_max_work_group_size"] == 64 and res.rows[2]["over_kernel_limit"]
     assert "only the reqd build ran at [128]" in res.meta["conclusion"]
     assert "at most 64 work-items" in res.meta["conclusion"]
+    assert "refused the launch (CL_INVALID_WORK_GROUP_SIZE)" in res.meta["conclusion"]
+    assert res.meta["only_reqd_launches"] == [128]
 
 
 WRONG_POLY = """

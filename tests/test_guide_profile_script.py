@@ -3,20 +3,12 @@ it, under cProfile, with its wall time split between the core's calls, builds, N
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "guide_profile.py"
 
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("guide_profile", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def script(benchmark_script):
+    return benchmark_script("guide_profile")
 
 
 def test_an_experiment_s_time_is_split_and_its_hot_functions_listed(script, ctx, tmp_path):
@@ -27,5 +19,6 @@ def test_an_experiment_s_time_is_split_and_its_hot_functions_listed(script, ctx,
     assert set(parts) == {"core", "build", "numpy", "plot", "other"}
     assert parts["core"] > 0 and parts["plot"] == 0  # kernels ran; the guide's runs draw nothing
     assert 0 < sum(parts.values()) <= rec["wall_s"] + 0.05
+    assert rec["builds"] >= 1 and parts["build"] > 0  # its kernel, built in this process
     assert len(rec["top"]) == 6 and "tottime" in rec["top"][0]
     assert (tmp_path / "offset.jsonl").is_file() and not (tmp_path / "offset.png").exists()

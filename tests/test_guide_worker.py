@@ -108,17 +108,27 @@ def test_only_the_isolated_experiments_get_a_process_of_their_own(tmp_path, monk
     # Their CUDA references (CuPy) are opt-in: a guide run loads no second runtime for them.
     assert not {"vector", "tiling"} & isolated
     seen: list[tuple[str, str]] = []
-    monkeypatch.setattr(guide, "run_one", lambda name, *a: seen.append(("own", name))
-                        or guide.Outcome(name, guide.PASSED, 0.0, 0))
-    monkeypatch.setattr(guide, "run_shared", lambda name, *a: seen.append(("shared", name))
-                        or guide.Outcome(name, guide.PASSED, 0.0, 0))
+    workers = []
     runner = guide.Runner()
+
+    def fake(name, out, device, quick, timeout, extra, worker, logs):
+        workers.append(worker)
+        seen.append(("shared" if worker is runner.worker else "own", name))
+        return guide.Outcome(name, guide.PASSED, 0.0, 0)
+
+    monkeypatch.setattr(guide, "run_shared", fake)
     try:
         for name in ("offset", "spill", "gridsync", "stride"):
             runner(name, tmp_path, None, True, 10.0, [])
+        # Each isolated experiment had a worker process of its own, started ahead (the spare)
+        # and closed after it; a new spare waits for the next.
+        assert workers[1] is not workers[2] and workers[0] is workers[3] is runner.worker
+        assert runner.spare.proc is not None and runner.spare.proc.poll() is None
     finally:
         runner.close()
+    assert workers[1].proc is None and workers[2].proc is None
     assert seen == [("shared", "offset"), ("own", "spill"), ("own", "gridsync"), ("shared", "stride")]
+    assert runner.spare.proc is None and runner.worker.proc is None
 
 
 def test_quick_and_thorough_contradict(tmp_path):

@@ -6,7 +6,8 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -155,18 +156,8 @@ class Context(_core.Context):
         ``defines`` become ``-D NAME=VALUE`` options. Identical builds are cached per context
         (the ``program_cache_size`` most recently used), so a sweep compiles each variant once.
         """
-        if (source is None) == (file is None):
-            raise TypeError("give exactly one of source= or file=")
-        if file is not None:
-            path = os.fspath(file)
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as f:
-                    source = f.read()
-            else:
-                source = kernel_source(path)
-        assert source is not None
-        pairs = tuple((str(k), _define_value(v)) for k, v in sorted((defines or {}).items()))
-        key = (source, pairs, options)
+        key = self._program_key(source, file, defines, options)
+        source, pairs = key[0], key[1]
         if cache:
             with self._programs_lock:
                 if key in self._programs:
@@ -180,6 +171,59 @@ class Context(_core.Context):
                 while len(self._programs) > max(0, int(self.program_cache_size)):
                     self._programs.popitem(last=False)
         return built
+
+
+    def _program_key(self, source: str | None, file: str | os.PathLike[str] | None,
+                     defines: Mapping[str, Any] | None, options: str) -> tuple[Any, ...]:
+        """(source text, define pairs, options): what a build is cached by."""
+        if (source is None) == (file is None):
+            raise TypeError("give exactly one of source= or file=")
+        if file is not None:
+            path = os.fspath(file)
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    source = f.read()
+            else:
+                source = kernel_source(path)
+        assert source is not None
+        pairs = tuple((str(k), _define_value(v)) for k, v in sorted((defines or {}).items()))
+        return (source, pairs, options)
+
+    def prebuild(self, requests: Iterable[Mapping[str, Any]]) -> int:
+        """Build at once, on the host's cores, the programs a sweep is about to ask for
+        (``requests``: program()'s keyword arguments each), into the cache: a sweep of many
+        variants then waits for its builds side by side instead of one after another (the
+        compiler releases the GIL). As many as the cache keeps; a build that fails here is left
+        for its own request to report. Returns how many were built."""
+        wanted: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+        for request in requests:
+            try:
+                key = self._program_key(request.get("source"), request.get("file"),
+                                        request.get("defines"), request.get("options", ""))
+            except (TypeError, ValueError, OSError, _core.PyclperfError):
+                continue  # the request itself will say what is wrong with it
+            with self._programs_lock:
+                cached = key in self._programs
+            if not cached:
+                wanted.setdefault(key, request)
+        todo = list(wanted.values())[: max(0, int(self.program_cache_size))]
+        if len(todo) < 2:
+            return 0
+
+        def build(request: Mapping[str, Any]) -> bool:
+            try:
+                self.program(**request)
+                return True
+            except _core.PyclperfError:
+                return False
+
+        workers = min(len(todo), _PREBUILD_THREADS, os.cpu_count() or 1)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pyclperf-build") as pool:
+            return sum(pool.map(build, todo))
+
+
+# Builds at once at most: past this the compiler's memory, not the host's cores, is the limit.
+_PREBUILD_THREADS = 8
 
 
 def _shape(value: Any) -> list[int]:

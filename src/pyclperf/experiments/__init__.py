@@ -68,6 +68,7 @@ def run(
     cold: bool = False,
     cold_check: bool = False,
     lock_clocks: bool = False,
+    quick: bool = False,
     **options: Any,
 ) -> Results:
     """Run experiment ``name`` on ``ctx`` (default: pyclperf.Context()) and return its Results.
@@ -86,6 +87,10 @@ def run(
     the guide's source figure uses (``meta["warm_cold"]``; experiments/_warmcold.py).
     ``lock_clocks`` holds the GPU's clocks at their maxima for the run where the driver allows
     it, and restores them (``meta["clock_lock"]`` says what happened; device/clock_lock.py).
+    ``quick`` takes the experiment's quick sizes on this device (``Sweep.quick_options``:
+    smaller sizes or fewer points where its verdict does not need the defaults), under the
+    options given here; ``meta["quick_options"]`` records what they changed. The timing stays
+    ``policy``'s (``pyclperf run --quick`` also asks for the "quick" policy).
 
     Ctrl-C returns the finished points with ``meta["interrupted"]`` (``out`` records it too).
     A full disk (or an ``out`` that cannot be written) stops the sweep with ResultsWriteError:
@@ -98,6 +103,11 @@ def run(
     cls = get(name)
     _refuse_unknown(cls, options)
     ctx = Context() if ctx is None else ctx
+    smaller = cls.quick_options(ctx.info) if quick else {}
+    knobs = {"size": size, "local_size": local_size, "values": values}
+    given = set(options) | {getattr(cls, f"{k}_arg") for k, v in knobs.items() if v is not None}
+    smaller = {k: v for k, v in smaller.items() if k not in given}
+    options = {**smaller, **options}
     peak = theoretical(ctx, peak_gbps=peak_gbps, memory_clock_mhz=memory_clock_mhz,
                        bus_width_bits=bus_width_bits, pcie_gbps=pcie_gbps)
     experiment = cls.configure(ctx, size=size, local_size=local_size, values=values, **options)
@@ -106,7 +116,9 @@ def run(
                                  verify=verify, out=out, progress=progress, peak=peak,
                                  min_time_s=min_time_s, policy=policy, cold=cold)
     results.meta.update(lock)
-    rewrite = bool(lock)  # the streamed file's first line predates what follows the run
+    if quick:
+        results.meta["quick_options"] = {k: _plain(v) for k, v in smaller.items()}
+    rewrite = bool(lock) or quick  # the streamed file's first line predates what follows the run
     # Only an Experiment has kernel launches of its own to time cold.
     if cold_check and not cold and isinstance(experiment, Experiment) and \
             not results.meta.get("interrupted"):
@@ -122,6 +134,11 @@ def run(
     if rewrite and out is not None:
         results.to_json(out)
     return results
+
+
+def _plain(value: Any) -> Any:
+    """A quick option as JSON holds it (a tuple of sizes as a list)."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 @functools.lru_cache(maxsize=None)

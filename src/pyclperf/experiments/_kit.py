@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import _core
-from ..measure.checks import POISON_U32, compare, poison_device
+from ..measure.checks import POISON_U32, compare, poison_device, same_bits
 from ..measure.results import OK, SKIPPED
 
 # The work-group size every experiment that takes one starts from (the CLI's --local-size).
@@ -180,6 +180,17 @@ def check_copy(rng: np.random.Generator, src: Any, dst: Any, run: Any, span: int
     run()
     out = np.empty(span, np.uint32)
     dst.read(out)
+    start, stop, step = touched.indices(span)
+    if step == 1 and start <= stop:
+        # A contiguous stretch: compared in place with the input and the poison around it, with
+        # no span-sized expected array built per point (hundreds of MiB at the GPU's sizes).
+        for part, want in ((slice(start, stop), data[start:stop]),
+                           (slice(0, start), np.full(start, POISON_U32, np.uint32)),
+                           (slice(stop, span), np.full(span - stop, POISON_U32, np.uint32))):
+            if not same_bits(out[part], want):
+                break
+        else:
+            return True, ""
     want = np.full(span, POISON_U32, dtype=np.uint32)
     want[touched] = data[touched]
     return compare(out, want, what)

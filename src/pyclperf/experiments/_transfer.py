@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import landed, poison, poison_device, random_bytes
+from ..measure.parallel import copy_into
 from ..measure.stats import KiB
 from ..measure.sweep import timed_row, verdict
 from ..measure.timing import collect_rounds
@@ -158,7 +159,7 @@ class TransferRig:
         n = data.size
         _, view = self.host(mode)
         if mode.direction == "h2d":
-            view[:n] = data
+            copy_into(view[:n], data)
             poison_device(self.device)
         elif mode.direction == "d2h":
             self.device.write(data)

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare_close, gamma, max_abs_error, poison_device
+from ..measure.parallel import map_chunks
 from ._kit import FLOAT
 from .base import Check, Launch
 
@@ -68,18 +69,17 @@ def reference(pixels: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     half = height // 2
     out = np.zeros(pixels.shape, np.float64)
     mag = np.zeros(pixels.shape, np.float64)
-    # A band of output rows at a time: its inputs are gathered and widened per band, so the
-    # intermediates stay small (the whole image in float64 is half a GiB at the GPU's default).
-    band = 32
     nonneg = bool(pixels.min() >= 0)  # then |x| = x: no absolute values to take
-    u_buf = np.empty((band,) + pixels.shape[1:])
-    a_buf, term = np.empty_like(u_buf), np.empty_like(u_buf)
-    for i0 in range(0, half, band):
-        i = np.arange(i0, min(i0 + band, half))
-        lo_out, hi_out = out[i0:i0 + i.size], out[half + i0:half + i0 + i.size]
-        lo_mag, hi_mag = mag[i0:i0 + i.size], mag[half + i0:half + i0 + i.size]
-        u, t = u_buf[:i.size], term[:i.size]
-        a = u if nonneg else a_buf[:i.size]
+
+    # A band of output rows at a time: its inputs are gathered and widened per band, so the
+    # intermediates stay small (the whole image in float64 is half a GiB at the GPU's default),
+    # and the bands run on the host's cores (measure.parallel).
+    def band(span: slice) -> None:
+        i = np.arange(span.start, span.stop)
+        lo_out, hi_out = out[span], out[half + span.start:half + span.stop]
+        lo_mag, hi_mag = mag[span], mag[half + span.start:half + span.stop]
+        u = np.empty((i.size,) + pixels.shape[1:])
+        a, t = (u if nonneg else np.empty_like(u)), np.empty_like(u)
         for k in range(lo.size):
             np.copyto(u, pixels[(2 * i + shift + k) % height])
             if not nonneg:
@@ -88,6 +88,8 @@ def reference(pixels: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                               (lo_mag, abs(float(lo[k])), a), (hi_mag, abs(float(hi[k])), a)):
                 np.multiply(x, c, out=t)
                 acc += t
+
+    map_chunks(band, half, 32)
     return out, mag
 
 

@@ -157,6 +157,7 @@ class Bandwidth(Experiment):
     plot = {"kind": "lines", "y": "gbps", "group": "mode", "logx": True,
             "ylabel": "GB/s (dots: each work-group size)"}
     size_arg, values_arg, local_size_arg = "nbytes", "sizes", None
+    quick_gpu = {"sizes": (256, 1024)}  # a property (no verdict): two of the four group sizes
 
     def __init__(self, ctx: Any, nbytes: int | None = None, sizes: Sequence[int] | None = None,
                  per_cu: Sequence[int] = PER_CU, full: bool = True,

@@ -34,6 +34,7 @@ from ..measure.timing import time_steps
 from ..measure.timing_policy import Policy, policy_named
 from ..device.peak import PeakBandwidth, theoretical
 from ..measure.plausible import cache_allowance, ceiling_problem, clock_problem, flag
+from ..measure.refusal import refusal, refused_name
 from ..measure.results import SKIPPED, Results
 from ..measure.stats import NOISY_SPREAD_PCT
 from ..measure.sweep import base_meta, classify, run_points, timed_row, verdict
@@ -118,6 +119,17 @@ class Sweep(ABC):
                     f"experiment {cls.id!r} takes no {knob}{flag}: it sets its own")
             kwargs[arg] = value
         return cls(ctx, **kwargs)
+
+    # Constructor options of a quick run on a GPU (quick_options' default), where the defaults
+    # are GPU-sized: smaller sizes or fewer points where the claim's verdict does not need them.
+    quick_gpu: dict[str, Any] = {}
+
+    @classmethod
+    def quick_options(cls, info: Any) -> dict[str, Any]:
+        """Constructor options of a quick run on the device ``info`` describes (``pyclperf run
+        --quick``, ``pyclperf guide --quick``): ``quick_gpu`` on a GPU, {} elsewhere (a CPU
+        device's defaults are small already). Options the user gives override these."""
+        return dict(cls.quick_gpu) if info.is_gpu else {}
 
     @abstractmethod
     def points(self) -> list[dict[str, Any]]: ...
@@ -218,6 +230,12 @@ class Experiment(Sweep):
         """Why ``point`` cannot run on this device (a missing feature); None to run it."""
         return None
 
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        """The programs ``point``'s launch will build (ctx.program's keyword arguments each), so
+        that the engine builds a sweep's variants side by side before its first point
+        (Context.prebuild); [] where the experiment builds what it needs up front."""
+        return []
+
     def verify(self, point: dict[str, Any]) -> Check:
         """Verify ``point`` once, untimed: its launch, the launch check, then ``check``."""
         launch = self.launch(point)
@@ -249,8 +267,13 @@ class Experiment(Sweep):
                                  reset=launch.reset, method=method)
             times = samples.times
         except _core.ClError as exc:
-            # The driver refused or aborted the launch (a kernel's own work-group limit, say):
-            # the row keeps what the launch declared and says what OpenCL answered.
+            # The row keeps what the launch declared and says what OpenCL answered: a launch
+            # the device declined for resources it lacks (measure.refusal) is skipped with the
+            # reason, a finding about the point; anything else failed.
+            why = refusal(exc, self.ctx)
+            if why is not None:
+                return {**row, "status": SKIPPED, "verified": False, "error": why,
+                        "refused": refused_name(exc)}
             return {**row, "status": classify(exc), "verified": False, "error": str(exc)}
         if watch is not None:
             row.update(watch.end())
@@ -358,7 +381,11 @@ def run_experiment(
                                    footprint=experiment.footprint_bytes(whole), allowance=allowance)])
         return row
 
-    results = run_points(experiment.points(), measure, meta=meta, out=out, progress=progress)
+    points = experiment.points()
+    if isinstance(experiment, Experiment):
+        experiment.ctx.prebuild([r for p in points if experiment.skip(p) is None
+                                 for r in experiment.builds(p)])
+    results = run_points(points, measure, meta=meta, out=out, progress=progress)
     if not results.meta.get("interrupted"):
         experiment.finish(results)
         say_noise(results)

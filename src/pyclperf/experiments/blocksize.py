@@ -46,6 +46,9 @@ def default_sizes(info: _core.DeviceInfo) -> list[int]:
 
 
 WARP = 32  # Guide 4.4's multiple
+# A quick run on a GPU: the sizes the claim compares (each non-multiple of 32 and its multiple-of-
+# 32 neighbours) and the powers of two for the best size and the Guide's 128-256.
+QUICK_SIZES = (16, 32, 48, 64, 128, 192, 200, 224, 256, 512, 1024)
 
 
 def multiples_over_neighbours(results: Results) -> Figure:
@@ -85,6 +88,7 @@ class BlockSize(Experiment):
             "mark_label": "multiple of the preferred work-group multiple", "logx": True,
             "vlines": {"Guide: 128": 128, "Guide: 256": 256}}
     size_arg, values_arg, local_size_arg = "items", "sizes", None
+    quick_gpu = {"sizes": QUICK_SIZES}  # a size past the device's limit is skipped, as ever
 
     def __init__(self, ctx: Any, items: int | None = None, sizes: Sequence[int] | None = None,
                  n: int | None = None, kernels: Sequence[str] = KERNELS) -> None:

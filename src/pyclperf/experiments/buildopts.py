@@ -104,9 +104,14 @@ class BuildOptions(Throughput):
                       "exp count one each): " + "; ".join(
                           f"{k.name} {k.ops_per_iter} per iteration ({k.ops})" for k in OPT_KERNELS.values())}
 
+    def build(self, options: str) -> dict[str, Any]:
+        return {"file": "buildopts.cl", "defines": {"ITERS": self.iters}, "options": options}
+
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        return [self.build(point["options"])]
+
     def kernel(self, name: str, options: str) -> Any:
-        program = self.ctx.program(file="buildopts.cl", defines={"ITERS": self.iters}, options=options)
-        return program.kernel(name).set_args(self.dst, self.src)
+        return self.ctx.program(**self.build(options)).kernel(name).set_args(self.dst, self.src)
 
     def launch(self, point: dict[str, Any]) -> Launch:
         spec = OPT_KERNELS[point["kernel"]]

@@ -100,6 +100,11 @@ class Claim:
     ``source_ratio``: the source's own number where it gives one (None: a direction only).
     ``kind``: "claim", or "property" where the figure describes the device (no verdict).
     ``source_key``: a metadata key whose text replaces ``source`` where the record has it.
+    ``finding``: where the rows can hold an answer that no ratio carries (a point the device
+    refused that the claim predicts: launchbounds' build without reqd_work_group_size that
+    cannot launch 1,024 work-items while the build with it runs), the function that finds it and
+    says it in words, else None; a finding makes the verdict "holds" whatever the ratio where
+    both sides ran.
     """
 
     claim: str
@@ -110,6 +115,7 @@ class Claim:
     source_ratio: float | None = None
     kind: str = "claim"
     source_key: str | None = None
+    finding: Callable[[Results], str | None] | None = None
 
     def __post_init__(self) -> None:
         if self.direction not in (-1, 0, 1):
@@ -118,6 +124,13 @@ class Claim:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if not (self.claim and self.source and self.criterion):
             raise ValueError("a claim needs its words, its source and its criterion")
+
+
+def finding_of(claim: Claim, results: Results | None) -> str | None:
+    """The claim's finding in ``results`` (Claim.finding), or None where it has none."""
+    if claim.finding is None or claim.kind != "claim" or results is None:
+        return None
+    return claim.finding(results)
 
 
 def claim_of(cls: Any) -> Claim | None:
@@ -242,6 +255,6 @@ def largest(results: Results, column: str, **match: Any) -> Any:
     return max(values)
 
 
-__all__ = ["Claim", "Figure", "NotMeasured", "NotRun", "Unmeasured", "claim_of", "figure",
+__all__ = ["Claim", "Figure", "NotMeasured", "NotRun", "Unmeasured", "claim_of", "figure", "finding_of",
            "geometric_mean", "largest", "meta_number", "paired", "pooled", "ratio", "row_se",
            "rows_for"]

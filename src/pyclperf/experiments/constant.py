@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close, max_abs_error, poison_device
+from ..measure.parallel import map_chunks
 from ..device.program import ceil_to
 from ..measure.results import OK, Results
 from ._kit import (DEFAULT_LOCAL_SIZE, EPS32, FLOAT, check_image_side, image_bytes, no_images_reason,
@@ -154,11 +155,20 @@ class ConstantMemory(Experiment):
                           columns={"width": self.width, "height": self.height, "taps": self.taps})
 
     def reference(self, x: np.ndarray, f: np.ndarray) -> np.ndarray:
-        """y[r, c] = sum_k x[r, min(c + k, width - 1)] * f[k], in float64."""
-        padded = np.concatenate([x, np.repeat(x[:, -1:], len(f) - 1, axis=1)], axis=1).astype(np.float64)
+        """y[r, c] = sum_k x[r, min(c + k, width - 1)] * f[k], in float64: a band of rows at a
+        time on the host's cores."""
         y = np.zeros(x.shape, np.float64)
-        for k, tap in enumerate(f.astype(np.float64)):
-            y += padded[:, k:k + x.shape[1]] * tap
+        taps = f.astype(np.float64)
+
+        def band(rows: slice) -> None:
+            part = x[rows]
+            padded = np.concatenate([part, np.repeat(part[:, -1:], len(f) - 1, axis=1)],
+                                    axis=1).astype(np.float64)
+            out = y[rows]
+            for k, tap in enumerate(taps):
+                out += padded[:, k:k + x.shape[1]] * tap
+
+        map_chunks(band, x.shape[0], max(1, (1 << 18) // max(1, x.shape[1])))
         return y
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:

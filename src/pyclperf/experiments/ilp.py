@@ -110,10 +110,13 @@ class Ilp(Experiment):
     def peak_kind(self, row: dict[str, Any]) -> str | None:
         return None
 
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"file": "ilp.cl", "defines": {"ACC": point["acc"], "TOTAL": self.total}}]
+
     def launch(self, point: dict[str, Any]) -> Launch:
         groups, local = self.shapes[point["occupancy"]]
         items = groups * local
-        program = self.ctx.program(file="ilp.cl", defines={"ACC": point["acc"], "TOTAL": self.total})
+        program = self.ctx.program(**self.builds(point)[0])
         k = program.kernel("ilp").set_args(self.src, np.float32(1.0), np.float32(C), self.dst)
         return Launch.one(k, items, local, 2 * FLOAT * items, ops=2 * items * self.total,
                           ops_unit="flops", columns={"groups": groups, "local_size": local,

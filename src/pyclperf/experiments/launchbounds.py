@@ -8,6 +8,11 @@ any size the device allows. Each X is launched with local size X in both builds.
 what the runtime reports about each build: the required size (CL_KERNEL_COMPILE_WORK_GROUP_SIZE),
 the largest work-group it accepts, its private memory and, on NVIDIA (-cl-nv-verbose), the
 registers and spills ptxas reports.
+
+A size the device refuses to launch (clEnqueueNDRangeKernel: CL_OUT_OF_RESOURCES; on NVIDIA the
+128-register build without the declaration at 1,024 work-items) is recorded as skipped with the
+reason (measure.refusal). Where only the declared build launches, that is the claim's finding:
+the declaration let the compiler fit the group, so the verdict is "holds".
 """
 
 from __future__ import annotations
@@ -54,6 +59,28 @@ def reqd_over_none(results: Results) -> Figure:
     return paired(results, "gflops", "work_group_size", {"bounds": "reqd"}, {"bounds": "none"})
 
 
+def only_reqd_launches(results: Results) -> list[int]:
+    """The work-group sizes at which the build with reqd_work_group_size verified while the
+    device refused to launch the build without it (measure.refusal: a row's ``refused``)."""
+    rows = {(r.get("work_group_size"), r.get("bounds")): r for r in results.rows}
+    return sorted(int(size) for (size, bounds), row in rows.items()
+                  if bounds == "reqd" and row.get("status") == OK
+                  and (rows.get((size, "none")) or {}).get("refused"))
+
+
+def refused_without_reqd(results: Results) -> str | None:
+    """The claim's finding: sizes only the declared build could launch, in words."""
+    sizes = only_reqd_launches(results)
+    if not sizes:
+        return None
+    codes = sorted({str(r["refused"]) for r in results.rows
+                    if r.get("bounds") == "none" and r.get("refused")
+                    and int(r.get("work_group_size", 0)) in sizes})
+    return (f"at {', '.join(map(str, sizes))} work-items per group only the build with "
+            f"reqd_work_group_size launches: the device refused the build without it "
+            f"({', '.join(codes)}), which the declaration let the compiler fit")
+
+
 class LaunchBounds(Experiment):
     id = "launchbounds"
     description = ("one arithmetic kernel with and without `reqd_work_group_size`, with registers and "
@@ -70,7 +97,7 @@ class LaunchBounds(Experiment):
         "declaring the work-group size at build time lets the compiler speed a kernel up",
         "Quasar 9.9: 20-30% from tuning registers and threads per block",
         "GFLOP/s with reqd_work_group_size / without (geometric mean over sizes)",
-        reqd_over_none, source_ratio=1.25)
+        reqd_over_none, source_ratio=1.25, finding=refused_without_reqd)
     plot = {"kind": "lines", "y": "gflops", "ylabel": "GFLOP/s", "group": "bounds", "logx": True}
     size_arg, values_arg, local_size_arg = "items", "sizes", None
 
@@ -108,12 +135,18 @@ class LaunchBounds(Experiment):
     def peak_kind(self, row: dict[str, Any]) -> str | None:
         return None  # arithmetic-bound: no memory ceiling applies
 
-    def program(self, bounds: str, size: int) -> Any:
+    def build(self, bounds: str, size: int) -> dict[str, Any]:
         defines: dict[str, Any] = {"LANES": self.lanes}
         if bounds == "reqd":
             defines["REQD"] = size
-        return self.ctx.program(file="launchbounds.cl", defines=defines,
-                                options=verbose_build_options(self.ctx.info))
+        return {"file": "launchbounds.cl", "defines": defines,
+                "options": verbose_build_options(self.ctx.info)}
+
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        return [self.build(point["bounds"], int(point["work_group_size"]))]
+
+    def program(self, bounds: str, size: int) -> Any:
+        return self.ctx.program(**self.build(bounds, size))
 
     def launch(self, point: dict[str, Any]) -> Launch:
         size, bounds = int(point["work_group_size"]), point["bounds"]
@@ -156,13 +189,18 @@ class LaunchBounds(Experiment):
             elif reqd and not none:
                 only.append(size)
         results.meta["reqd_over_none"] = ratios
+        results.meta["only_reqd_launches"] = only_reqd_launches(results)
         text = ("reqd_work_group_size over none (GFLOP/s ratio) at " + ", ".join(ratios)
                 if ratios else "no size verified in both builds")
         if only:
             limit = min(r["kernel_max_work_group_size"] for r in results.rows
                         if r.get("bounds") == "none" and "kernel_max_work_group_size" in r)
+            refused = [r.get("refused") for r in results.rows
+                       if r.get("bounds") == "none" and r.get("work_group_size") in only]
+            answer = (f"the device refused the launch ({', '.join(sorted({str(c) for c in refused if c}))})"
+                      if any(refused) else "its launch did not verify")
             text += (f"; only the reqd build ran at {only} (the build without it reports at most "
-                     f"{limit} work-items per group, and the driver refused the launch)")
+                     f"{limit} work-items per group, and {answer})")
         regs = {(r["work_group_size"], r["bounds"]): r.get("registers") for r in results.rows
                 if r.get("registers") is not None}
         if regs:

@@ -135,8 +135,14 @@ class MathFunctions(Throughput):
                 "1 to an integer and the result to a float sum)",
                 "precise_ulp_bounds": PRECISE_ULP, "half_ulp_bound": HALF_ULP}
 
+    def build(self, call: str) -> dict[str, Any]:
+        return {"file": "math.cl", "defines": {"FUNC": call, "ITERS": self.iters}}
+
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        return [self.build(point["call"])]
+
     def program(self, call: str) -> Any:
-        return self.ctx.program(file="math.cl", defines={"FUNC": call, "ITERS": self.iters})
+        return self.ctx.program(**self.build(call))
 
     def skip(self, point: dict[str, Any]) -> str | None:
         lo, hi = point["lo"], point["hi"]

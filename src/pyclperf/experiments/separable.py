@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close, gamma, max_abs_error, poison_device
+from ..measure.parallel import map_chunks
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, pick, positive
 from .base import Check, Experiment, Launch
@@ -78,28 +79,33 @@ def _filter_taps(acc: np.ndarray, window: Callable[[int], np.ndarray], w: np.nda
 def reference(image: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """The filtered image in float64: rows, then columns, borders clamped to the edge.
 
-    Every tap is a slice of an edge-padded band (no gathered copies), worked in place."""
+    Every tap is a slice of an edge-padded band (no gathered copies), worked in place; the bands
+    run on the host's cores."""
     w = weights.astype(np.float64)
     r = (w.size - 1) // 2
     h, wd = image.shape
     # The rows pass lands between r clamped copies of the first and last rows, so each tap of
     # the columns pass is a plain slice of it too.
     mid = np.empty((h + 2 * r, wd))
-    padded = np.empty((BAND, wd + 2 * r))
-    term = np.empty((BAND, wd))
-    for y in range(0, h, BAND):
-        n = min(BAND, h - y)
-        p = padded[:n]
-        p[:, r:r + wd] = image[y:y + n]
+
+    def rows_pass(band: slice) -> None:  # each pass's bands run on the host's cores
+        y, n = band.start, band.stop - band.start
+        p = np.empty((n, wd + 2 * r))
+        p[:, r:r + wd] = image[band]
         p[:, :r] = p[:, r:r + 1]
         p[:, r + wd:] = p[:, r + wd - 1:r + wd]
-        _filter_taps(mid[r + y:r + y + n], lambda k, p=p: p[:, k:k + wd], w, term[:n])
+        _filter_taps(mid[r + y:r + y + n], lambda k: p[:, k:k + wd], w, np.empty((n, wd)))
+
+    map_chunks(rows_pass, h, BAND)
     mid[:r] = mid[r]
     mid[r + h:] = mid[r + h - 1]
     out = np.empty((h, wd))
-    for y in range(0, h, BAND):
-        n = min(BAND, h - y)
-        _filter_taps(out[y:y + n], lambda k, y=y, n=n: mid[y + k:y + k + n], w, term[:n])
+
+    def columns_pass(band: slice) -> None:
+        y, n = band.start, band.stop - band.start
+        _filter_taps(out[band], lambda k: mid[y + k:y + k + n], w, np.empty((n, wd)))
+
+    map_chunks(columns_pass, h, BAND)
     return out
 
 
@@ -197,8 +203,14 @@ class Separable(Experiment):
         per_pixel = 4 * FLOAT if variant == TWO_PASS else 2 * FLOAT
         return per_pixel * self.width * self.height
 
+    def build(self, radius: int) -> dict[str, Any]:
+        return {"file": "separable.cl", "defines": {"R": radius, "TX": self.tx, "TY": self.ty}}
+
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        return [self.build(int(point["radius"]))]
+
     def program(self, radius: int) -> Any:
-        return self.ctx.program(file="separable.cl", defines={"R": radius, "TX": self.tx, "TY": self.ty})
+        return self.ctx.program(**self.build(radius))
 
     def load(self, radius: int) -> tuple[Any, np.ndarray, float]:
         """The input on the device and, for ``radius`` (once per radius): weights buffer,

@@ -116,10 +116,13 @@ class Spill(Experiment):
     def peak_kind(self, row: dict[str, Any]) -> str | None:
         return None
 
+    def builds(self, point: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"file": "spill.cl", "options": self.options,
+                 "defines": {"N": point["length"], "ROUNDS": self.rounds}}]
+
     def launch(self, point: dict[str, Any]) -> Launch:
         name = f"spill_{point['variant']}"
-        program = self.ctx.program(file="spill.cl", options=self.options,
-                                   defines={"N": point["length"], "ROUNDS": self.rounds})
+        program = self.ctx.program(**self.builds(point)[0])
         k = program.kernel(name).set_args(self.src, np.float32(1.0), np.float32(C), np.uint32(1), self.dst)
         log = program.build_log if self.options else ""
         report = parse_registers(log, name)

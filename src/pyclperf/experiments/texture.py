@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close, max_abs_error, poison_device
+from ..measure.parallel import map_chunks
 from ..device.program import ceil_to
 from ..measure.results import OK, Results
 from ._kit import (DEFAULT_LOCAL_SIZE, EPS32, FLOAT, check_image_side, image_bytes, no_images_reason,
@@ -83,13 +84,21 @@ def _axis(c: np.ndarray, n: int, filt: str, addressing: str) -> tuple[np.ndarray
 
 
 def sample_reference(img: np.ndarray, u: np.ndarray, v: np.ndarray, filt: str, addressing: str) -> np.ndarray:
-    """What the OpenCL sampler returns at texel coordinates u (columns) x v (rows), in float64."""
-    t = img.astype(np.float64)
+    """What the OpenCL sampler returns at texel coordinates u (columns) x v (rows), in float64:
+    a band of output rows at a time on the host's cores."""
     i0, i1, a = _axis(u, img.shape[1], filt, addressing)
     j0, j1, b = _axis(v, img.shape[0], filt, addressing)
-    a, b = a[None, :], b[:, None]
-    return ((1 - a) * (1 - b) * t[np.ix_(j0, i0)] + a * (1 - b) * t[np.ix_(j0, i1)]
-            + (1 - a) * b * t[np.ix_(j1, i0)] + a * b * t[np.ix_(j1, i1)])
+    a = a[None, :]
+    out = np.empty((v.size, u.size))
+
+    def band(rows: slice) -> None:
+        bb = b[rows, None]
+        top, bottom = img[j0[rows]].astype(np.float64), img[j1[rows]].astype(np.float64)
+        out[rows] = ((1 - a) * (1 - bb) * top[:, i0] + a * (1 - bb) * top[:, i1]
+                     + (1 - a) * bb * bottom[:, i0] + a * bb * bottom[:, i1])
+
+    map_chunks(band, v.size, max(1, (1 << 18) // max(1, u.size)))
+    return out
 
 
 # How close to a texel edge a texture unit may resolve a nearest lookup either way: its

@@ -29,6 +29,11 @@ The uncertainty: each figure carries a 95% interval from the spread of the rows'
 (pyclperf.experiments.claims says how). The verdict is the rule's at the figure itself; where
 the rule gives another verdict somewhere in the interval, the interval straddles a boundary and
 the reason says which, so a verdict that a rerun could flip is never stated bare.
+
+A finding (the claim's ``finding``: a point the device refused where the claim predicts it, such
+as a launch only the build that declares its work-group size can make) is an answer no ratio
+carries: where the rows hold one, the verdict is "holds", its reason the finding and the ratio
+where both sides ran.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..experiments.claims import Claim, Figure, Unmeasured, claim_of
+from ..experiments.claims import Claim, Figure, Unmeasured, claim_of, finding_of
 from ..measure.results import SKIPPED, Results
 
 NO_EFFECT = math.log(1.1)
@@ -138,9 +143,13 @@ def experiment_verdict(cls: Any, results: Results | None, status: str) -> dict[s
     skipped = _skip_reason(results)
     if skipped:
         return done(NOT_RUN, skipped)
+    note = "" if status == "passed" else f" (from the rows left by a run that {status})"
+    found = finding_of(claim, results)
     try:
         fig = claim.measure(results)
     except Unmeasured as exc:
+        if found:
+            return done(HOLDS, f"{found}; no ratio where both sides ran ({exc}){note}")
         note = "" if status == "passed" else f" (the run {status})"
         return done(NOT_RUN if exc.not_run else NOT_MEASURED, f"{exc}{note}")
     record.update(device_ratio=fig.value, ratio_lo=fig.lo, ratio_hi=fig.hi)
@@ -150,9 +159,9 @@ def experiment_verdict(cls: Any, results: Results | None, status: str) -> dict[s
         return done(PROPERTY, f"{shown}: a figure of this device, shown beside the source's, "
                               "not an effect to judge")
     said, reason = judge(claim, fig)
-    if status != "passed":
-        reason += f" (from the rows left by a run that {status})"
-    return done(said, reason)
+    if found:  # the finding decides; the ratio where both sides ran is told beside it
+        said, reason = HOLDS, f"{found}; where both sides ran, {reason}"
+    return done(said, reason + note)
 
 
 def compare_to_source(results: Results | None, experiment: str) -> dict[str, Any] | None:
@@ -179,7 +188,8 @@ def compare_to_source(results: Results | None, experiment: str) -> dict[str, Any
             "ratio_hi": fig.hi if fig else None,
             "device_over_source": (mine / claim.source_ratio
                                    if mine is not None and claim.source_ratio else None),
-            "verdict": verdict(claim, mine), "absolute": claim.kind == "property"}
+            "verdict": HOLDS if finding_of(claim, results) else verdict(claim, mine),
+            "absolute": claim.kind == "property"}
 
 
 __all__ = ["CHANGED", "HOLDS", "NOT_MEASURED", "NOT_RUN", "PROPERTY", "REVERSED", "VERDICTS",

@@ -204,6 +204,21 @@ def _model_figures(res: Any) -> list[str]:
     return model_figures_png(res) if res is not None else []
 
 
+def quick_note(outcomes: Sequence["Outcome"]) -> str:
+    """What a quick run measured less than the default one: its timing, and each experiment
+    that ran smaller (its results' ``quick_options``)."""
+    smaller = []
+    for o in outcomes:
+        options = o.results.meta.get("quick_options") if o.results is not None else None
+        if options:
+            smaller.append(f"{o.experiment} {', '.join(f'{k} {v}' for k, v in options.items())}")
+    text = " (quick run: two timed launches per point"
+    if smaller:
+        text += "; smaller than the default run where the verdict does not need its sizes: "
+        text += "; ".join(smaller)
+    return text + "; figures are rough)"
+
+
 def render_guide(outcomes: Sequence["Outcome"], quick: bool = False,
                  figures: FiguresAhead | None = None) -> str:
     """The page; ``figures`` holds the images drawn while the run went on (else drawn here)."""
@@ -217,8 +232,7 @@ def render_guide(outcomes: Sequence["Outcome"], quick: bool = False,
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
              f"<style>{_GUIDE_STYLE}</style></head><body><h1>{_e(title)}</h1>",
              f"<p>{passed} of {len(outcomes)} experiments passed"
-             + (" (quick run: two timed launches per point; figures are rough)" if quick else "")
-             + ".</p>",
+             + (_e(quick_note(outcomes)) if quick else "") + ".</p>",
              guide_scorecard.scorecard_html(outcomes),
              f"<h2>Device</h2><table>{dev_rows}</table>",
              f"<h2>Summary</h2>{_summary(outcomes, kind)}",

@@ -2,8 +2,9 @@
 
 Experiments that could hang or crash the process (a kernel that spins on the device, another
 runtime loaded beside OpenCL: their class says ``isolate = True``) run each in a process of its
-own (``python -m pyclperf run ...``); the rest run in turn in one long-lived worker process
-(guide/worker.py), which spares a process start-up and an OpenCL context per experiment. Either
+own (a worker of guide/worker.py started ahead and closed after that one experiment); the rest
+run in turn in one long-lived worker process, which spares a process start-up and an OpenCL
+context per experiment. Either
 way a hang (stopped after a per-experiment timeout) or a crash (a driver abort, a segfault)
 costs that experiment only (the worker is started again for the next); the page says what
 happened to it and goes on. One progress bar covers the whole run.
@@ -18,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,9 +35,9 @@ TIMEOUT_S = 600.0
 QUICK_TIMEOUT_S = 240.0
 THOROUGH_TIMEOUT_S = 3600.0
 # --quick: two timed launches per point, one warm-up, no interval goal (measure.timing_policy's
-# "quick"). Sizes stay the experiments' defaults for the device kind, which on a CPU device are
-# already small.
-QUICK_ARGS = ("--timing", "quick", "--warmup", "1")
+# "quick"), and each experiment's quick sizes (Sweep.quick_options: smaller sizes or fewer
+# points on a GPU where its verdict does not need the defaults; a CPU device's are small already).
+QUICK_ARGS = ("--quick",)
 # --thorough: ten times the measurement of a default run (measure.timing_policy's "thorough"),
 # for checking that the default run's verdicts are not artefacts of measuring too little.
 THOROUGH_ARGS = ("--timing", "thorough")
@@ -151,25 +153,47 @@ def failed(outcome: Outcome) -> bool:
 
 class Runner:
     """The guide's default way to run an experiment: in the shared worker process, or in a
-    process of its own where the experiment's class says ``isolate``. Call ``close`` when done."""
+    process of its own where the experiment's class says ``isolate``. Call ``close`` when done.
+
+    The process of its own is a worker too, used for that one experiment and then closed: one
+    is started ahead (the spare), so its interpreter and imports (a second or two) are ready
+    while the experiments before it run, and the next is started as soon as it is taken."""
 
     def __init__(self) -> None:
         from .worker import SharedWorker
 
-        self.worker = SharedWorker()
         self.logs = tempfile.TemporaryDirectory(prefix="pyclperf-guide-")
+        self.worker = SharedWorker()
+        self.spare = SharedWorker()
+        self.closing: list[threading.Thread] = []
+        self.worker.start()
+        self.spare.start()
 
     def __call__(self, experiment: str, out_dir: Path, device: str | None, quick: bool,
                  timeout_s: float, extra: Sequence[str] = ()) -> Outcome:
         from ..experiments import get
+        from .worker import SharedWorker
 
-        if getattr(get(experiment), "isolate", False):
-            return run_one(experiment, out_dir, device, quick, timeout_s, extra)
-        return run_shared(experiment, out_dir, device, quick, timeout_s, extra, self.worker,
-                          Path(self.logs.name))
+        if not getattr(get(experiment), "isolate", False):
+            return run_shared(experiment, out_dir, device, quick, timeout_s, extra, self.worker,
+                              Path(self.logs.name))
+        own, self.spare = self.spare, SharedWorker()
+        self.spare.start()
+        try:
+            return run_shared(experiment, out_dir, device, quick, timeout_s, extra, own,
+                              Path(self.logs.name))
+        finally:
+            # Its results are written: it ends (interpreter and driver teardown) while the next
+            # experiment runs.
+            closing = threading.Thread(target=own.close, name="pyclperf-worker-close", daemon=True)
+            closing.start()
+            self.closing.append(closing)
 
     def close(self) -> None:
         self.worker.close()
+        self.spare.close()
+        for closing in self.closing:
+            closing.join()
         self.logs.cleanup()
 
 
@@ -287,7 +311,9 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
     device_option(g)
     g.add_argument("--out", default="guide", metavar="DIR", help="output folder (default ./guide)")
     g.add_argument("--quick", action="store_true",
-                   help="two timed launches per point and no interval goal: minutes on a CPU device")
+                   help="two timed launches per point, no interval goal, and on a GPU smaller "
+                        "sizes or fewer points where an experiment's verdict does not need the "
+                        "defaults (pyclperf run --quick; the page names them)")
     g.add_argument("--thorough", action="store_true",
                    help="ten times the measurement per point (pyclperf run --timing thorough): a "
                         "reference run to check that the default run's verdicts hold")

@@ -83,6 +83,10 @@ class SharedWorker:
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
 
+    def start(self) -> None:
+        """Start the worker now (it loads the package while nothing is asked of it yet)."""
+        self._start()
+
     def _start(self) -> subprocess.Popen[bytes]:
         if self.proc is None or self.proc.poll() is not None:
             # Its own session: Ctrl-C reaches the guide alone, and a stop kills the group.
@@ -163,7 +167,17 @@ def main() -> None:
     os.dup2(quiet, 1)
     os.close(quiet)
     os.environ.setdefault("MPLBACKEND", "Agg")
+    _preload()
     serve(sys.stdin, replies)
+
+
+def _preload() -> None:
+    """Import what every experiment's run needs before the first request comes, so a worker
+    started ahead of its experiment (the guide's spare) has its second or two of imports done."""
+    import pandas  # noqa: F401  (the results' tables)
+
+    from .. import experiments  # noqa: F401  (every experiment's module, registered)
+    from ..views import run_command  # noqa: F401  (what each request runs through)
 
 
 if __name__ == "__main__":

@@ -4,19 +4,39 @@ would hide a destination nobody wrote) shows any byte that was not written."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
+from .parallel import CHUNK, chunks, map_chunks, threads
 from .poison import POISON_U32, poison_pattern  # noqa: F401  (the experiments' names)
+
+
+def drawn(rng: np.random.Generator, n: int, dtype: Any,
+          draw: Callable[[np.random.Generator, int], np.ndarray]) -> np.ndarray:
+    """``n`` values of ``dtype`` from ``draw(generator, count)``: a large draw in chunks on the
+    host's cores, each by a generator spawned from ``rng``, a small one (or one under NumPy <
+    1.25, which cannot spawn) by ``rng``."""
+    out = np.empty(int(n), dtype)
+    parts = chunks(out.size)
+    if len(parts) < 2 or threads() < 2 or not hasattr(rng, "spawn"):
+        out[:] = draw(rng, out.size)
+        return out
+    children = rng.spawn(len(parts))
+
+    def part(s: slice) -> None:
+        out[s] = draw(children[s.start // CHUNK], s.stop - s.start)
+
+    map_chunks(part, out.size)
+    return out
 
 
 def random_bytes(rng: np.random.Generator, nbytes: int) -> np.ndarray:
     """``nbytes`` fresh random bytes as a writable uint8 array: the generator's raw 64-bit
-    outputs, about three times faster than ``rng.integers`` over the full range (which draws the
-    same words and then checks the bounds), and far faster than ``rng.bytes``."""
+    outputs (``drawn``), three times faster than ``rng.integers`` over the full range (which
+    draws the same words and then checks the bounds), and far faster than ``rng.bytes``."""
     n = int(nbytes)
-    words = rng.bit_generator.random_raw(-(-n // 8))
+    words = drawn(rng, -(-n // 8), np.uint64, lambda g, count: g.bit_generator.random_raw(count))
     return words.view(np.uint8)[:n]
 
 
@@ -24,7 +44,12 @@ def poison(array: np.ndarray) -> None:
     """Overwrite a contiguous array's bytes with the repeated poison pattern."""
     raw = array.reshape(-1).view(np.uint8)
     if raw.size % 4 == 0 and raw.ctypes.data % 4 == 0:
-        raw.view(np.uint32)[:] = POISON_U32
+        words = raw.view(np.uint32)
+
+        def fill(part: slice) -> None:
+            words[part] = POISON_U32
+
+        map_chunks(fill, words.size)
     else:
         raw[:] = poison_pattern(raw.size)
 
@@ -91,7 +116,7 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
     if got.dtype.itemsize == want.dtype.itemsize and got.dtype.kind in "uib" and want.dtype.kind in "uib":
         g, w = _as_words(got), _as_words(want)
         if g is not None and w is not None:
-            return bool(np.array_equal(g, w))
+            return all(map_chunks(lambda part: bool(np.array_equal(g[part], w[part])), g.size))
     return bool(np.array_equal(got, want))
 
 
@@ -122,8 +147,10 @@ def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str 
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape:
         return False, shape_mismatch(got, want, what)
-    # One float64 temporary, worked in place (no copy of a float64 reference): the arrays run to
-    # hundreds of MiB.
+    if _count_outside(got, want, atol, rtol) == 0:
+        return True, ""
+    # Something differs: the whole arrays again, for the report (one float64 temporary, worked
+    # in place: the arrays run to hundreds of MiB).
     want64 = np.asarray(want, dtype=np.float64)
     atol64, rtol64 = np.asarray(atol, dtype=np.float64), np.asarray(rtol, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -138,12 +165,54 @@ def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str 
                                  lambda i: f" (tolerance {tol.reshape(-1)[i]:.3g})")
 
 
+def _flat(a: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``a`` as one flat array of ``shape``'s size in its own type (a chunk is widened where it
+    is used); a scalar as a 0-d float64 array."""
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return a.astype(np.float64)
+    return a.reshape(-1) if a.shape == shape else np.broadcast_to(a, shape).reshape(-1)
+
+
+def _count_outside(got: np.ndarray, want: np.ndarray, atol: Any, rtol: Any) -> int:
+    """How many elements have |got - want| > atol + rtol |want| (NaN counted), a chunk at a
+    time on the host's cores (measure.parallel)."""
+    g, w = got.reshape(-1), want.reshape(-1)
+    a, r = _flat(atol, got.shape), _flat(rtol, got.shape)
+    relative = not (r.ndim == 0 and r == 0)
+
+    def count(part: slice) -> int:
+        w64 = w[part].astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.subtract(g[part], w64, dtype=np.float64)
+            np.abs(err, out=err)
+            tol = a if a.ndim == 0 else a[part].astype(np.float64)
+            if relative:
+                np.abs(w64, out=w64)
+                tol = tol + (r if r.ndim == 0 else r[part].astype(np.float64)) * w64
+            return int(err.size - np.count_nonzero(err <= tol))  # NaN compares False
+
+    return sum(map_chunks(count, g.size))
+
+
 def max_abs_error(got: np.ndarray, want: np.ndarray) -> float:
-    """The largest |got - want| among finite differences (NaN where none is finite)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        err = np.subtract(got, np.asarray(want, dtype=np.float64), dtype=np.float64)
-        np.abs(err, out=err)
-    return float(np.nanmax(err)) if np.isfinite(err).any() else float("nan")
+    """The largest |got - want| among finite differences (NaN where none is finite), a chunk at
+    a time on the host's cores."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        got, want = np.broadcast_arrays(got, want)
+    g, w = got.reshape(-1), want.reshape(-1)
+
+    def largest(part: slice) -> tuple[bool, float]:
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.subtract(g[part], w[part].astype(np.float64), dtype=np.float64)
+            np.abs(err, out=err)
+            return bool(np.isfinite(err).any()), float(np.fmax.reduce(err)) if err.size else float("nan")
+
+    parts = map_chunks(largest, g.size)
+    if not any(finite for finite, _ in parts):
+        return float("nan")
+    return float(np.fmax.reduce(np.array([m for _, m in parts])))
 
 
 FLT_MIN = 2.0**-126  # smallest normal float
@@ -222,33 +291,45 @@ def product_tolerance(k: int, magnitude: np.ndarray) -> np.ndarray:
     return gamma * magnitude + k * float(np.finfo(np.float32).tiny)
 
 
-def check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray,
-                  what: str = "elements of C") -> tuple[bool, str]:
-    """Whether ``got`` (float32, shape (rows, cols)) is A B within product_tolerance.
-
-    Computed in blocks of rows so that a 1 GiB result needs no more than a few hundred MiB of
-    float64 temporaries. NaN (the poison) never passes.
-    """
+def product_reference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A B in float64 and each element's product_tolerance (as float32, rounded up): what
+    ``within_product`` holds a device's C to, computed once for as many products of the same
+    A and B as there are (an experiment's variants all compute one C)."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    if got.shape != (a.shape[0], b.shape[1]):
-        return False, f"{what}: shape {got.shape}, expected {(a.shape[0], b.shape[1])}"
-    k = a.shape[1]
-    rows = max(1, (1 << 24) // max(1, b.shape[1]))
-    wrong, first = 0, ""
+    want = np.empty((a.shape[0], b.shape[1]))
+    tol = np.empty(want.shape, np.float32)
+    rows = max(1, (1 << 24) // max(1, b.shape[1]))  # a few hundred MiB of temporaries at most
     for r0 in range(0, a.shape[0], rows):
         block = slice(r0, r0 + rows)
-        want = a64[block] @ b64
-        tol = product_tolerance(k, np.abs(a64[block]) @ np.abs(b64))
-        bad = outside(got[block], want, tol)
-        if bad.any():
-            if not first:
-                r, c = np.argwhere(bad)[0]
-                first = (f"first at row {r0 + r}, column {c}: got {got[r0 + r, c]!r}, "
-                         f"want {want[r, c]!r} +- {tol[r, c]:.3g}")
-            wrong += int(bad.sum())
-    if wrong:
-        return False, f"{wrong} of {got.size} {what} outside the float32 rounding bound; {first}"
-    return True, ""
+        want[block] = a64[block] @ b64
+        # float32 rounds by at most 2^-24 relative: the margin keeps every bound at or above
+        # the float64 one.
+        tol[block] = product_tolerance(a.shape[1], np.abs(a64[block]) @ np.abs(b64)) * (1 + 2.0**-22)
+    return want, tol
+
+
+def within_product(got: np.ndarray, want: np.ndarray, tol: np.ndarray,
+                   what: str = "elements of C") -> tuple[bool, str]:
+    """Whether ``got`` lies within ``tol`` of ``want`` (product_reference's), a chunk at a time
+    on the host's cores; the detail names the first element outside by row and column. NaN (the
+    poison) never passes."""
+    if got.shape != want.shape:
+        return False, f"{what}: shape {got.shape}, expected {want.shape}"
+    wrong = _count_outside(got, want, tol, 0.0)
+    if not wrong:
+        return True, ""
+    bad = outside(got, want, tol)
+    r, c = np.argwhere(bad)[0]
+    return False, (f"{wrong} of {got.size} {what} outside the float32 rounding bound; first at row "
+                   f"{r}, column {c}: got {got[r, c]!r}, want {want[r, c]!r} +- {tol[r, c]:.3g}")
+
+
+def check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  what: str = "elements of C") -> tuple[bool, str]:
+    """Whether ``got`` (float32, shape (rows, cols)) is A B within product_tolerance."""
+    if got.shape != (a.shape[0], b.shape[1]):
+        return False, f"{what}: shape {got.shape}, expected {(a.shape[0], b.shape[1])}"
+    return within_product(got, *product_reference(a, b), what)
 
 
 # --- verification at device speed ---------------------------------------------------------------

@@ -42,6 +42,8 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     from ..measure.sweep import timing_label
     from .plot import save_plot
 
+    if args.warmup is None:
+        args.warmup = 1 if args.quick else 3
     if args.devices:
         from .fleet import cmd_run_fleet
 
@@ -55,12 +57,16 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     timing = timing_for(ctx, args.method)  # the clock check, once per device and driver
     say(f"{args.experiment} on {ctx.info.name} ({ctx.info.platform_name}); timing: "
         f"{timing_label(timing.method)}" + (f" [{timing.reason}]" if timing.reason else ""))
+    # --quick: the quick timing and one warm-up unless given, and the experiment's quick sizes.
+    policy = args.timing or ("quick" if args.quick else "default")
     results = run(args.experiment, ctx, size=args.size, local_size=args.local_size,
                   warmup=args.warmup, repeats=args.repeats, method=args.method,
                   out=out_dir / f"{args.experiment}.jsonl", progress=None,
                   peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps, min_time_s=args.min_time_s,
-                  policy=args.timing, cold=args.cold, cold_check=args.cold_check,
-                  lock_clocks=args.lock_clocks)
+                  policy=policy, cold=args.cold, cold_check=args.cold_check,
+                  lock_clocks=args.lock_clocks, quick=args.quick)
+    if results.meta.get("quick_options"):
+        say("quick sizes: " + ", ".join(f"{k} {v}" for k, v in results.meta["quick_options"].items()))
     jsonl = out_dir / f"{args.experiment}.jsonl"
     with _saying_what_is_safe(f"{jsonl} holds every finished point"):
         paths = {"csv": results.to_csv(out_dir / f"{args.experiment}.csv")}
@@ -76,6 +82,10 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     if "noisy" in df and df["noisy"].fillna(False).astype(bool).any():
         say(f"{int(df['noisy'].fillna(False).astype(bool).sum())} point(s) noisy: the spread of "
               f"their times exceeds {NOISY_SPREAD_PCT:.0f}% (column spread_pct); read them with care")
+    refused = df["refused"].notna() & (df["refused"] != "") if "refused" in df else None
+    if refused is not None and refused.any():
+        say(f"{int(refused.sum())} point(s) refused by the device for resources it lacks "
+            "(skipped, not failed: column error says why)")
     if results.meta.get("conclusion"):
         say(results.meta["conclusion"])
     if "status" in df and (df["status"] == SUSPECT).any():
@@ -145,16 +155,21 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
                         "batching (total) and vector (per buffer) (default: by device kind)")
     r.add_argument("--local-size", type=int, default=None,
                    help=f"work-group size, for the experiments that take one (default {DEFAULT_LOCAL_SIZE})")
-    r.add_argument("--warmup", type=int, default=3, help="untimed launches before timing each point (default 3)")
+    r.add_argument("--warmup", type=int, default=None,
+                   help="untimed launches before timing each point (default 3; 1 with --quick)")
     r.add_argument("--repeats", type=int, default=None,
                    help="least number of timed launches per point (default: --timing's; 10 for default)")
     r.add_argument("--min-time-s", type=float, default=None,
                    help="least total kernel time per point, in seconds (default: --timing's; 0 for default)")
-    r.add_argument("--timing", choices=("default", "thorough", "quick"), default="default",
+    r.add_argument("--timing", choices=("default", "thorough", "quick"), default=None,
                    help="when a point's timing stops: default: once the 95%% confidence interval on "
                         "the median is within 1%% of it (at least 10 launches, at most 0.25 s); "
                         "thorough: ten times that measurement (within 0.32%%, at least 100, at most "
-                        "2.5 s); quick: two launches, no interval goal")
+                        "2.5 s); quick: two launches, no interval goal (the default with --quick)")
+    r.add_argument("--quick", action="store_true",
+                   help="a quick run: --timing quick, one warm-up, and the experiment's smaller "
+                        "sizes or fewer points where its verdict does not need the defaults (the "
+                        "results' quick_options say which; --size and the like still apply)")
     method_option(r)
     r.add_argument("--peak-gbps", type=float, default=None,
                    help="theoretical device-memory bandwidth, instead of NVML's figures")
