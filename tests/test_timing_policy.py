@@ -101,7 +101,7 @@ def test_no_interval_goal_times_exactly_the_samples_asked():
 
 def test_experiments_and_the_tuner_share_one_rule():
     from pyclperf.tuner import measure
-    from pyclperf.tuner import tune
+    from pyclperf.tuner.options import Timing
     from pyclperf.experiments import base
     import inspect
 
@@ -109,10 +109,10 @@ def test_experiments_and_the_tuner_share_one_rule():
     job = inspect.signature(measure.Job).parameters
     assert job["min_time"].default == timing_policy.MIN_TIME_S
     assert job["min_repeats"].default == timing_policy.MIN_SAMPLES
-    params = inspect.signature(tune.tune).parameters
-    assert params["min_time"].default == timing_policy.MIN_TIME_S
-    assert params["min_repeats"].default == timing_policy.MIN_SAMPLES
-    assert params["max_repeats"].default == timing_policy.MAX_SAMPLES
+    timing = Timing()                      # tune()'s timing unless given
+    assert timing.min_time == timing_policy.MIN_TIME_S
+    assert timing.min_repeats == timing_policy.MIN_SAMPLES
+    assert timing.max_repeats == timing_policy.MAX_SAMPLES
 
 
 def test_a_launch_of_several_steps_is_one_sample_of_their_summed_times():
