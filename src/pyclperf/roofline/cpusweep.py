@@ -1,0 +1,172 @@
+"""A CPU device's cache levels: the read curve the CPU way, the chase, and the OS's caches.
+
+* Reads: passes.py's ws_pass by one work-group (one compute unit: its knees lie at one cache
+  instance's size, as the OS reports it, however many units share a cache or how the host
+  places them) over sets from 16 KiB to ``top`` (2x the
+  largest cache the OS or the device reports, within the device's limits), powers of two, read
+  again after the chase (``ROUNDS`` rounds in all, each point's fastest kept: a virtual machine's
+  cores change speed for seconds at a time), then 4 to the octave between the points around each
+  knee (quick: 2). Any size is read by the same kernel, so refined points need no agreement
+  check.
+* Chases: chase.py's one work-item at powers of two up to 4x the largest read knee (past it
+  the chase only adds host time: each point draws a random cycle over its set), in as many
+  rounds as the reads, refined around the chase's own knees that no read knee sizes. Both curves' memory is on huge pages where
+  Linux gives them (hugepages.py), or the chase measures the TLB.
+* Levels: cpulevels.py, against oscaches.py's caches; each level's read bandwidth for the
+  whole device is ws_pass by one work-group per compute unit over a set in the middle of the
+  level's plateau times the instances the units span, the fastest of ``ROUNDS`` rounds (a
+  virtual machine's host moves its CPUs between cores, and the rate with them: 2-core guest's
+  L1 read 300 GB/s with both on one core's two threads, 570 on two cores). The DRAM load latency
+  is sweep.py's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..experiments.workingset import pow2_floor
+from ..measure.stats import MiB
+from . import cpulevels as C
+from . import knees as K
+from .memory import largest_cache
+from .oscaches import is_virtual, os_caches
+from .chase import ChaseRig
+from .passes import PassReader
+from .memory import size_text as _size
+from .record import Effort, Figure, missing
+from .sweep import CacheSweep
+
+CHASE_PAST = 4  # the chase goes this far past the largest read knee
+ROUNDS = {True: 2, False: 3}  # rounds of the read curve (quick?), each point's fastest kept
+
+
+def cpu_top(info: Any) -> int:
+    """The largest set: 2x the largest cache (at least 64 MiB, at most 1 GiB), within a quarter
+    of the device's memory and its largest allocation."""
+    want = min(1024 * MiB, max(64 * MiB, 2 * largest_cache(info)))
+    limit = min(int(info.max_alloc_bytes), int(info.global_mem_bytes) // 4)
+    return pow2_floor(min(want, limit))
+
+
+class CpuSweep(CacheSweep):
+    """CacheSweep's curves and levels, measured and named the CPU way (module docstring)."""
+
+    read_what = "read bandwidth of one compute unit (kernels/ceilings.cl ws_pass, one work-group)"
+
+    def __init__(self, ctx: Any, effort: Effort, top: int | None = None) -> None:
+        self.ctx, self.effort = ctx, effort
+        self.rng = np.random.default_rng()
+        self.top = int(top or cpu_top(ctx.info))
+        self.reader = PassReader(ctx, self.top, self.rng)
+        first = 16 * 1024
+        self.sizes = [s for s in (1 << e for e in range(40)) if first <= s <= self.top]
+        self.read: dict[int, dict[str, Any]] = {}
+        self.chase: dict[int, dict[str, Any]] = {}
+        self.notes: list[str] = []
+        self.chaser: ChaseRig | None = None  # made once the read curve says how far to go
+        self.os = os_caches()
+        self.units = int(ctx.info.compute_units)
+
+    def read_point(self, size: int) -> None:
+        row = self.reader.measure(size, self.effort, groups=1)
+        self.read[int(row["size"])] = row
+
+    def sweep(self) -> None:
+        for size in self.sizes:
+            self.read_point(size)
+        knees = self.knees("read")
+        reach = CHASE_PAST * max((k.size for k in knees), default=self.top / CHASE_PAST)
+        chase_sizes = [s for s in self.sizes if s <= max(reach, self.sizes[0] * 16)]
+        self.chaser = ChaseRig(self.ctx, max(chase_sizes), self.rng)
+        for size in chase_sizes:
+            self.chase_point(size)
+        for _ in range(ROUNDS[self.effort.quick] - 1):  # seconds after the first: both again
+            for row in self.read.values():
+                if row.get("status") == "ok":
+                    self.reader.again(row, self.effort)
+            for row in self.chase.values():
+                if row.get("status") == "ok":
+                    self.chaser.again(row, self.effort)
+
+    def chase_point(self, size: int) -> None:
+        assert self.chaser is not None
+        row = self.chaser.measure(size, self.effort)
+        self.chase[int(row["size"])] = row
+
+    def refine(self) -> None:
+        steps = 2 if self.effort.quick else 4
+        reads = self.knees("read")
+        for knee in reads:
+            for size in K.bracket_sizes(knee, steps=steps, align=self.reader.actual(1, groups=1)):
+                self.read_point(size)
+        for knee in self.knees("chase"):
+            if any(1 / C.MATCH <= r.size / knee.size <= max(1, self.units) * C.MATCH for r in reads):
+                continue  # a level the read curve sizes: its latency plateau is enough
+            for size in K.bracket_sizes(knee, steps=steps, align=4096):
+                if size <= self.chaser.next.nbytes:  # type: ignore[union-attr]
+                    self.chase_point(size)
+
+    def levels(self, reported_bytes: int | None = None) -> list[dict[str, Any]]:
+        """The levels both curves show, named after the OS's caches where they match them
+        (cpulevels.py). ``reported_bytes`` (the device's cache size, a CPU device's copy of the
+        OS's largest) is not set beside a level: the OS's own record is."""
+        found, notes = C.cpu_levels(self.knees("read"), self.knees("chase"), self.os, self.units)
+        self.notes += notes
+        out = []
+        for level in found:
+            end = level.end
+            b, l = end.bandwidth, end.latency
+            assert b is not None and l is not None
+            entry: dict[str, Any] = {
+                "name": level.name, "label": level.label, "last": level.last,
+                "size_bytes": int(round(level.size)), "unit_bytes": int(round(level.unit_bytes)),
+                "found_from": ["bandwidth", "latency"],
+                "bandwidth_knee_bytes": int(round(b.size)), "latency_knee_bytes": int(round(l.size)),
+                "bracket_bytes": [int(b.below), int(b.above)],
+                "read": self.device_read(level, b.before),
+                "read_one_unit": self.plateau_figure("read", b.before),
+                "latency": self.plateau_figure("chase", l.before),
+                "os": C.os_record(level, self.units), "steps": []}
+            if level.notes:
+                entry["os_note"] = "; ".join(level.notes)
+            out.append(entry)
+        return out
+
+    def device_read(self, level: C.CpuLevel, plateau: K.Plateau) -> Figure:
+        """A level's read bandwidth for the whole device: one work-group per compute unit over
+        the middle of the level's plateau times the instances the units span, the fastest of
+        ROUNDS rounds."""
+        per_unit = math.sqrt(plateau.low_size * plateau.high_size)
+        spanned = level.os.spanned(self.units) if level.os else 1
+        row = self.reader.measure(int(per_unit * spanned), self.effort)
+        if row.get("status") != "ok":
+            return missing("GB/s", self.read_what, f"{row.get('status')}: {row.get('error')}", "failed")
+        for _ in range(ROUNDS[self.effort.quick] - 1):
+            self.reader.again(row, self.effort)
+        how = (f"read bandwidth of the device (kernels/ceilings.cl ws_pass, one work-group per "
+               f"compute unit) over {_size(row['size'])}: the middle of the level's plateau on "
+               f"one compute unit, times the {spanned} instance(s) the {self.units} units span; "
+               f"the fastest launch of {row['rounds']} rounds, OpenCL event times")
+        return {"value": row["gbps"], "median": row["gbps_median"], "unit": "GB/s", "how": how,
+                "status": "ok", "spread_pct": row["spread_pct"], "n": row["n"], "bytes": row["size"]}
+
+    def os_summary(self) -> dict[str, Any]:
+        """The OS's caches as the profile stores them."""
+        return {"caches": [c.as_dict() for c in self.os], "virtual": is_virtual()}
+
+    def curve_meta(self) -> dict[str, Any]:
+        r = self.reader
+        return {"grid": r.groups * r.local, "local_size": r.local, "min_bytes": r.min_bytes,
+                "chase_steps": self.chaser.steps if self.chaser else None,
+                "huge_pages": {"read": r.huge, "chase": self.chaser.huge if self.chaser else None}}
+
+    def release(self) -> None:
+        self.reader.release()
+        if self.chaser is not None:
+            self.chaser.release()
+
+
+__all__ = ["CHASE_PAST", "CpuSweep", "ROUNDS", "cpu_top"]
