@@ -5,20 +5,22 @@ curves are noisier (other processes share the cores and the last cache), so both
 one compute unit (passes.py's reads by one work-group, chase.py's one work-item): their knees lie
 at one instance's size, as the OS reports it, whatever the other units do. So here:
 
-1. A knee counts only where it stands out of the spread: the step between its two plateaus is
-   at least ``knees.MIN_STEP`` and larger than the two plateaus' own spreads together.
-2. Where the OS lists its caches (oscaches.py), each knee is assigned to the OS cache whose
-   instance size it lies nearest to, within ``ASSIGN`` (``ASSIGN_LATENCY`` for a chase's). A level is an OS cache that got a knee
-   from both curves; its size per instance is the read knee's (sharp: a stream leaves a cache
-   all at once, where a random chase leaves it gradually and its midpoint lies past the
-   capacity), and its size for the device that times the instances its compute units span (a
-   private cache per unit, a shared one once). It is named after the OS cache (``L1`` for L1d,
-   ``L2``, ``L3``) only when the size per instance lies within ``NAMED`` of the OS's;
-   otherwise it is ``level N`` (or ``LLC`` for the last) and the record says how far the OS's
-   figure is.
-3. Knees left over pair up as in levels.py (a read knee and a chase knee within ``MATCH``):
-   levels the OS does not list, named ``level N`` or ``LLC``, set beside the nearest OS cache
-   no other level took. A knee in one curve only is no level; it is noted.
+1. The read curve's knees (knees.py) count only where they stand out of the spread: the step
+   between the two plateaus is at least ``knees.MIN_STEP`` and larger than the two plateaus'
+   own spreads together. The read knee sizes the level: a stream leaves a cache all at once.
+2. The chase must step there too (``latency_step``): its points inside the level (up to
+   ``INSIDE`` x the knee) against its points past it (from ``PAST`` x the knee), each side up to
+   the neighbouring read knees, standing out of their spread the same way. A random walk leaves
+   a cache gradually, and on a busy machine its plateaus slope, so the generic knee search finds
+   its steps poorly; held where the read curve says the level ends, the step shows or not. A
+   read knee the chase does not confirm is no level; it is noted.
+3. Where the OS lists its caches (oscaches.py), each level is assigned to the OS cache whose
+   instance size its read knee lies nearest to, within ``ASSIGN``; its size for the device is
+   that times the instances its compute units span (a private cache per unit, a shared one
+   once). It is named after the OS cache (``L1`` for L1d, ``L2``, ``L3``) only when the size per
+   instance lies within ``NAMED`` of the OS's; otherwise it is ``level N`` (or ``LLC`` for the
+   last), set beside the nearest OS cache no other level took, and the record says how far the
+   OS's figure is.
 
 Pure arithmetic on knees and OS figures: tests drive it with synthetic curves.
 """
@@ -30,14 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from . import knees as K
-from .levels import LAST_LABEL, MATCH, MIDDLE_LABEL, PER_UNIT_MAX, SMALL_LABEL, Boundary
+from .levels import LAST_LABEL, MIDDLE_LABEL, PER_UNIT_MAX, SMALL_LABEL, Boundary
 from .oscaches import OsCache
 
 ASSIGN = 2.0   # a read knee this close to an OS cache's size belongs to that cache
-# A chase knee may lie further past it: a random walk leaves a cache gradually (a set 1.5x the
-# cache still hits it a third of the time), so the midpoint between two plateaus lies past
-# the capacity (a 48 KiB L1d's chase knee measured at 105 KiB).
-ASSIGN_LATENCY = MATCH
+# The chase is compared on either side of a read knee, leaving out the points next to it: a
+# random walk leaves a cache gradually (a set 1.5x the cache still hits it a third of the time).
+INSIDE, PAST = 0.75, 1.5
 NAMED = 1.25   # a level is named after the OS cache only this close to its size
 
 
@@ -85,31 +86,56 @@ def _assign(knees: Sequence[K.Knee], expected: dict[str, float], within: float) 
     return out
 
 
-def cpu_levels(bandwidth: Sequence[K.Knee], latency: Sequence[K.Knee], os: Sequence[OsCache],
-               units: int, min_step: float = K.MIN_STEP) -> tuple[list[CpuLevel], list[str]]:
-    """The levels (smallest first) and notes on the knees that made none (module docstring)."""
-    bw = [k for k in bandwidth if stands_out(k, min_step)]
-    lat = [k for k in latency if stands_out(k, min_step)]
-    notes = [f"a step of {k.ratio:.2f}x in the {what} curve at {k.size / 1024:.0f} KiB does not "
-             "stand out of its plateaus' spread" for what, given, kept in
-             (("read", bandwidth, bw), ("latency", latency, lat)) for k in given if k not in kept]
-    got_bw = _assign(bw, {c.name: float(c.size_bytes) for c in os}, ASSIGN)
-    got_lat = _assign(lat, {c.name: float(c.size_bytes) for c in os}, ASSIGN_LATENCY)
-    found: list[tuple[Boundary, OsCache | None]] = [
-        (Boundary(got_bw[c.name], got_lat[c.name]), c) for c in os if c.name in got_bw and c.name in got_lat]
-    used = {id(k) for bound, _ in found for k in (bound.bandwidth, bound.latency)}
-    spare_bw = [k for k in bw if id(k) not in used]
-    spare_lat = [k for k in lat if id(k) not in used]
-    for b in spare_bw:  # knees no OS cache explains: a level where both curves show it
-        near = [l for l in spare_lat if 1 / MATCH <= b.size / l.size <= MATCH]
-        if near:
-            l = min(near, key=lambda k: _distance(b.size, k.size))
-            spare_lat.remove(l)
-            found.append((Boundary(b, l), None))
+def _flat(sizes: Sequence[float], values: Sequence[float], index: Sequence[int]) -> K.Plateau:
+    """Points ``index`` of a curve as a plateau: their median and spread (largest / smallest)."""
+    part = sorted(values[i] for i in index)
+    mid = len(part) // 2
+    median = part[mid] if len(part) % 2 else (part[mid - 1] + part[mid]) / 2
+    return K.Plateau(index[0], index[-1], median, sizes[index[0]], sizes[index[-1]], part[-1] / part[0])
+
+
+def latency_step(knee: K.Knee, sizes: Sequence[float], values: Sequence[float], lower: float,
+                 upper: float) -> K.Knee | None:
+    """The chase's step where a read knee lies: its points inside the level (from ``lower`` to
+    ``INSIDE`` x the knee) against its points past it (from ``PAST`` x the knee to ``upper``),
+    as a knee of the chase curve (crossing the middle of the two, in log size); None where
+    either side has no point. A random walk leaves a cache gradually, so the points next to the
+    knee are left out on both sides."""
+    inside = [i for i, s in enumerate(sizes) if lower <= s <= INSIDE * knee.size]
+    past = [i for i, s in enumerate(sizes) if PAST * knee.size <= s <= upper]
+    if not inside or not past:
+        return None
+    before, after = _flat(sizes, values, inside), _flat(sizes, values, past)
+    middle = math.sqrt(before.value * after.value)
+    j = next((i for i in range(inside[-1], past[0]) if values[i + 1] >= middle), past[0] - 1)
+    a, b = values[j], values[j + 1]
+    t = min(1.0, max(0.0, math.log(middle / a) / math.log(b / a))) if b > a > 0 else 0.5
+    where = 2.0 ** (math.log2(sizes[j]) + t * (math.log2(sizes[j + 1]) - math.log2(sizes[j])))
+    return K.Knee(where, sizes[j], sizes[j + 1], before, after)
+
+
+def cpu_levels(bandwidth: Sequence[K.Knee], chase: tuple[Sequence[float], Sequence[float]],
+               os: Sequence[OsCache], units: int,
+               min_step: float = K.MIN_STEP) -> tuple[list[CpuLevel], list[str]]:
+    """The levels (smallest first) and notes on the read knees that made none: each read knee
+    that stands out, where the chase (sizes, ns per load) steps too (module docstring)."""
+    bw = sorted((k for k in bandwidth if stands_out(k, min_step)), key=lambda k: k.size)
+    notes = [f"a step of {k.ratio:.2f}x in the read curve at {k.size / 1024:.0f} KiB does not "
+             "stand out of its plateaus' spread" for k in bandwidth if k not in bw]
+    sizes, values = list(chase[0]), list(chase[1])
+    bounds = []
+    for i, b in enumerate(bw):
+        lower = bw[i - 1].size * PAST if i else 0.0
+        upper = bw[i + 1].size * INSIDE if i + 1 < len(bw) else math.inf
+        step = latency_step(b, sizes, values, lower, upper)
+        if step is not None and stands_out(step, min_step):
+            bounds.append(Boundary(b, step))
         else:
-            notes.append(f"a step in the read curve alone at {b.size / 1024:.0f} KiB: no level")
-    notes += [f"a step in the latency curve alone at {l.size / 1024:.0f} KiB: no level" for l in spare_lat]
-    found.sort(key=lambda f: f[0].size)
+            why = ("the chase has no points on both sides" if step is None else
+                   f"the chase steps {step.ratio:.2f}x there, within its spread")
+            notes.append(f"a step in the read curve at {b.size / 1024:.0f} KiB, {why}: no level")
+    got = _assign([bd.bandwidth for bd in bounds], {c.name: float(c.size_bytes) for c in os}, ASSIGN)  # type: ignore[misc]
+    found = [(bd, next((c for c in os if got.get(c.name) is bd.bandwidth), None)) for bd in bounds]
     return _named(found, os, units), notes
 
 
@@ -144,4 +170,4 @@ def os_record(level: CpuLevel, units: int) -> dict[str, Any] | None:
             "source": c.source, "ratio": level.unit_bytes / c.size_bytes, "named": level.named}
 
 
-__all__ = ["ASSIGN", "ASSIGN_LATENCY", "CpuLevel", "NAMED", "cpu_levels", "os_record", "stands_out"]
+__all__ = ["ASSIGN", "INSIDE", "PAST", "CpuLevel", "NAMED", "cpu_levels", "latency_step", "os_record", "stands_out"]

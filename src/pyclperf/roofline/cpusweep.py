@@ -13,8 +13,10 @@
   rounds as the reads, refined around the chase's own knees that no read knee sizes. Both curves' memory is on huge pages where
   Linux gives them (hugepages.py), or the chase measures the TLB.
 * Levels: cpulevels.py, against oscaches.py's caches; each level's read bandwidth for the
-  whole device is ws_pass by one work-group per compute unit over a set in the middle of the
-  level's plateau times the instances the units span, the fastest of ``ROUNDS`` rounds (a
+  whole device is ws_pass by one work-group per compute unit over sets across the level's
+  plateau times the instances the units span, the fastest of ``ROUNDS`` rounds, beside the
+  stream kernels' read and copy over the plateau's middle set from many work-groups (the
+  fastest of all is the level's figure) (a
   virtual machine's host moves its CPUs between cores, and the rate with them: 2-core guest's
   L1 read 300 GB/s with both on one core's two threads, 570 on two cores). The DRAM load latency
   is sweep.py's.
@@ -22,25 +24,27 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
+from .. import _core
 from ..experiments.workingset import pow2_floor
 from ..measure.stats import MiB
 from . import cpulevels as C
 from . import knees as K
-from .memory import largest_cache
-from .oscaches import is_virtual, os_caches
+from . import streams
 from .chase import ChaseRig
-from .passes import PassReader
+from .memory import largest_cache
 from .memory import size_text as _size
-from .record import Effort, Figure, missing
+from .oscaches import is_virtual, os_caches
+from .passes import PassReader
+from .record import Effort, Figure, best_of, missing, usable
 from .sweep import CacheSweep
 
 CHASE_PAST = 4  # the chase goes this far past the largest read knee
 ROUNDS = {True: 2, False: 3}  # rounds of the read curve (quick?), each point's fastest kept
+PLATEAU_POINTS = 3  # sets across a level's plateau its device-wide read bandwidth is read at
 
 
 def cpu_top(info: Any) -> int:
@@ -102,18 +106,16 @@ class CpuSweep(CacheSweep):
         for knee in reads:
             for size in K.bracket_sizes(knee, steps=steps, align=self.reader.actual(1, groups=1)):
                 self.read_point(size)
-        for knee in self.knees("chase"):
-            if any(1 / C.MATCH <= r.size / knee.size <= max(1, self.units) * C.MATCH for r in reads):
-                continue  # a level the read curve sizes: its latency plateau is enough
-            for size in K.bracket_sizes(knee, steps=steps, align=4096):
-                if size <= self.chaser.next.nbytes:  # type: ignore[union-attr]
-                    self.chase_point(size)
+        for knee in self.knees("read"):  # the chase either side of each (cpulevels.latency_step)
+            for size in (knee.size * C.INSIDE, knee.size * C.PAST):
+                if self.chaser is not None and size <= self.chaser.next.nbytes:
+                    self.chase_point(int(size) >> 12 << 12)
 
     def levels(self, reported_bytes: int | None = None) -> list[dict[str, Any]]:
         """The levels both curves show, named after the OS's caches where they match them
         (cpulevels.py). ``reported_bytes`` (the device's cache size, a CPU device's copy of the
         OS's largest) is not set beside a level: the OS's own record is."""
-        found, notes = C.cpu_levels(self.knees("read"), self.knees("chase"), self.os, self.units)
+        found, notes = C.cpu_levels(self.knees("read"), self.curve("chase"), self.os, self.units)
         self.notes += notes
         out = []
         for level in found:
@@ -137,21 +139,59 @@ class CpuSweep(CacheSweep):
 
     def device_read(self, level: C.CpuLevel, plateau: K.Plateau) -> Figure:
         """A level's read bandwidth for the whole device: one work-group per compute unit over
-        the middle of the level's plateau times the instances the units span, the fastest of
-        ROUNDS rounds."""
-        per_unit = math.sqrt(plateau.low_size * plateau.high_size)
+        PLATEAU_POINTS sets across the level's plateau on one compute unit, times the instances
+        the units span, each the fastest of ROUNDS rounds of longer timing; the fastest set's."""
         spanned = level.os.spanned(self.units) if level.os else 1
-        row = self.reader.measure(int(per_unit * spanned), self.effort)
-        if row.get("status") != "ok":
-            return missing("GB/s", self.read_what, f"{row.get('status')}: {row.get('error')}", "failed")
-        for _ in range(ROUNDS[self.effort.quick] - 1):
-            self.reader.again(row, self.effort)
+        low, high = plateau.low_size, plateau.high_size
+        sizes = sorted({int(low * (high / low) ** (i / max(1, PLATEAU_POINTS - 1)) * spanned)
+                        for i in range(PLATEAU_POINTS)})
+        rows = []
+        for size in sizes:
+            row = self.reader.measure(size, self.effort.longer())
+            if row.get("status") != "ok":
+                return missing("GB/s", self.read_what, f"{row.get('status')}: {row.get('error')}", "failed")
+            for _ in range(ROUNDS[self.effort.quick] - 1):
+                self.reader.again(row, self.effort.longer())
+            rows.append(row)
+        row = max(rows, key=lambda r: r["gbps"])
         how = (f"read bandwidth of the device (kernels/ceilings.cl ws_pass, one work-group per "
-               f"compute unit) over {_size(row['size'])}: the middle of the level's plateau on "
-               f"one compute unit, times the {spanned} instance(s) the {self.units} units span; "
-               f"the fastest launch of {row['rounds']} rounds, OpenCL event times")
-        return {"value": row["gbps"], "median": row["gbps_median"], "unit": "GB/s", "how": how,
-                "status": "ok", "spread_pct": row["spread_pct"], "n": row["n"], "bytes": row["size"]}
+               f"compute unit), the fastest of {len(rows)} sets across the level's plateau on one "
+               f"compute unit times the {spanned} instance(s) the {self.units} units span "
+               f"({', '.join(_size(r['size']) for r in rows)}), each the fastest launch of "
+               f"{row['rounds']} rounds; OpenCL event times")
+        passes = {"value": row["gbps"], "median": row["gbps_median"], "unit": "GB/s", "how": how,
+                  "status": "ok", "spread_pct": row["spread_pct"], "n": row["n"], "bytes": row["size"],
+                  "sets": {str(r["size"]): r["gbps"] for r in rows}}
+        streamed = self.streamed(sizes[len(sizes) // 2])
+        best = best_of([passes, *streamed], "GB/s", how)
+        return {**best, "kernels_tried": {f["kernel"]: f["value"] for f in [{**passes, "kernel": "ws_pass"},
+                                                                         *streamed] if usable(f)}}
+
+    def streamed(self, nbytes: int) -> list[Figure]:
+        """The stream kernels' read and copy over a set of about ``nbytes`` (a copy's two
+        buffers together), many work-groups: a level's traffic from every compute unit at once
+        runs faster in some patterns than in one share per unit (a last level shared by the
+        units, reads and writes interleaved)."""
+        out: list[Figure] = []
+        for op in ("read", "copy"):
+            size = max(1 << 16, nbytes // (2 if op == "copy" else 1) >> 16 << 16)
+            how = (f"kernels/ceilings.cl stream_{op} over {_size(size)}"
+                   + (" (and another as large)" if op == "copy" else "")
+                   + f", the fastest verified of two layouts; {streams.COUNTED[op]} / OpenCL event "
+                     "time of the fastest launch")
+            try:
+                rig = streams.StreamRig(self.ctx, size, self.rng)
+            except (_core.ClError, _core.InvalidArgumentError, MemoryError):
+                continue
+            try:
+                figs = [rig.figure(op, {**streams.START[False], "layout": layout}, self.effort.longer(), how)
+                        for layout in streams.LAYOUTS]
+            finally:
+                rig.release()
+            won = best_of(figs, "GB/s", how)
+            if usable(won):
+                out.append({**won, "kernel": f"stream_{op}"})
+        return out
 
     def os_summary(self) -> dict[str, Any]:
         """The OS's caches as the profile stores them."""
