@@ -129,6 +129,15 @@ def test_a_damaged_or_old_profile_is_not_trusted(roofline_profiles, tmp_path, mo
         Profile.load(path)
 
 
+def test_a_cpu_devices_profile_is_found_again_when_free_memory_moved():
+    cpu = {"platform_name": "P", "name": "cpu", "vendor": "V", "compute_units": 2,
+           "global_mem_bytes": 17 << 30, "driver_version": "3.1", "type": "CPU"}
+    assert store.device_key(cpu) == store.device_key({**cpu, "global_mem_bytes": 21 << 30})
+    assert store.profile_path(cpu, True) == store.profile_path({**cpu, "global_mem_bytes": 5 << 30}, True)
+    gpu = {**cpu, "type": "GPU"}  # a GPU's memory is its own: another size, another device
+    assert store.device_key(gpu) != store.device_key({**gpu, "global_mem_bytes": 21 << 30})
+
+
 def test_the_cache_folder_follows_xdg_and_its_override():
     assert store.profiles_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/pyclperf/profiles")
     assert store.profiles_dir({"XDG_CACHE_HOME": "/x", store.ENV_DIR: "/y"}) == Path("/y")
