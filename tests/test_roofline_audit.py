@@ -112,3 +112,25 @@ def test_profile_check_on_results_files(roofline_env, tmp_path, capsys):
     assert "results against the roofs" in printed
     line = next(line for line in printed.splitlines() if line.strip().startswith("stride"))
     assert re.search(r"(\d+\.\d% of|at|ABOVE) the .+ roof", line), line
+
+
+def test_a_beaten_cache_roof_is_measured_again_from_the_kernels_shape(ctx):
+    from pyclperf.roofline.record import Effort
+    from pyclperf.roofline.refresh import remeasure
+
+    from pyclperf.roofline.profiling import Roof
+
+    p = synthetic_profile()
+    p.caches[0]["read"]["value"] = 0.001  # an L1 figure any kernel beats
+    l1 = Roof("L1", 0.001, "GB/s", "cache", 64 << 10, "synthetic", None)
+    said = remeasure(ctx, p, l1, Hints(16, 4, 48 * KiB), reached=5.0, effort=Effort.of(True))
+    fig = p.caches[0]["read"]
+    assert said.startswith("L1: measured again from the kernel's shape") and "(was 0.0)" in said
+    assert fig["value"] > 0.001 and fig["status"] == "ok" and "stream_" in fig["how"]
+    assert fig["remeasured"] == {"reached": 5.0, "before": 0.001,
+                                 "hints": {"local_size": 16, "vector": 4, "working_set": 48 * KiB}}
+    assert "vector=4" in " ".join(fig["shapes_tried"]) and "local_size=16" in " ".join(fig["shapes_tried"])
+    # A roof no kernel beat stays as it is, and the line says the kernel's figure needs a look.
+    p.caches[0]["read"]["value"] = 1e9
+    again = remeasure(ctx, p, l1, Hints(), reached=5.0, effort=Effort.of(True))
+    assert "no higher than the" in again and p.caches[0]["read"]["value"] == 1e9

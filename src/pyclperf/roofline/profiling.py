@@ -1,14 +1,17 @@
 """``pyclperf.profile(ctx)``: the device's measured ceilings, cached per device and driver.
 
-What is measured (every figure verified, with how it was measured and its spread):
+What is measured (every figure verified, with how it was measured and its spread; every ceiling
+the best over the launch shapes searched, with the shape that won):
 
-* DRAM read, write and copy at their fastest launch shapes, cache levels found from the knees of
-  the working-set curves (size, read bandwidth, load latency, beside the size the device
-  reports), DRAM load latency, host <-> device bandwidth pinned and pageable (memory.py);
-* local-memory bandwidth, FP32, FP64 and FP16 multiply-add throughput (where the device claims
-  the extension), 32-bit integer multiply-add throughput, and launch latency (ceilings.py).
+* DRAM read, write and copy (memory.py, streams.py), cache levels found from the knees of the
+  working-set curves (size, read bandwidth, load latency, beside the size the device reports,
+  or on a CPU device the OS's caches: sweep.py, cpusweep.py), DRAM load latency, host <-> device
+  bandwidth pinned and pageable;
+* local-memory bandwidth and launch latency (ceilings.py), FP32, FP64 and FP16 multiply-add
+  throughput (where the device claims the extension) and 32-bit integer multiply-add
+  throughput (compute.py).
 
-``quick`` measures fewer shapes with fewer launches (a CI run on a CPU device). The result is a
+``quick`` searches fewer shapes with fewer launches (a minute at most on a CPU device). The result is a
 ``Profile``: the JSON record (profile.schema.json) with the roofs a roofline draws.
 """
 
