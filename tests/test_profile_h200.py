@@ -107,6 +107,7 @@ def test_without_cupy_the_cuda_rows_say_why(script, ctx, roofline_profiles, caps
     monkeypatch.setattr(script, "run_profile", lambda device, quick, folder: {
         "seconds": 1.0, "command": "-", "data": data, "printed": ""})
     device = f"{ctx.info.platform_index}:{ctx.info.device_index}"
-    assert script.main(["--device", device, "--quick", "--clpeak-read-gbps", "10", "--no-explain"]) == 0
+    assert script.main(["--device", device, "--quick", "--clpeak-read-gbps", "10", "--no-explain",
+                        "--no-catalogue"]) == 0
     printed = capsys.readouterr().out
     assert "CuPy is not available" in printed and "| DRAM read vs clpeak |" in printed
