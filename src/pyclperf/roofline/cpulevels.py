@@ -10,7 +10,7 @@ at one instance's size, as the OS reports it, whatever the other units do. So he
    own spreads together. The read knee sizes the level: a stream leaves a cache all at once.
 2. The chase must step there too (``latency_step``): its points inside the level (up to
    ``INSIDE`` x the knee) against its points past it (from ``PAST`` x the knee), each side up to
-   the neighbouring read knees, standing out of their spread the same way. A random walk leaves
+   the neighbouring read knees, by ``CHASE_STEP`` at least and out of their spread the same way. A random walk leaves
    a cache gradually, and on a busy machine its plateaus slope, so the generic knee search finds
    its steps poorly; held where the read curve says the level ends, the step shows or not. A
    read knee the chase does not confirm is no level; it is noted.
@@ -40,6 +40,11 @@ ASSIGN = 2.0   # a read knee this close to an OS cache's size belongs to that ca
 # random walk leaves a cache gradually (a set 1.5x the cache still hits it a third of the time).
 INSIDE, PAST = 0.75, 1.5
 NAMED = 1.25   # a level is named after the OS cache only this close to its size
+# The chase must step at least this much: inside one level its latency climbs by up to 1.5x
+# (a 2 MiB L2's 3.6 to 5.3 ns, the walk's page-table and replacement misses), while a level's
+# end steps 1.8x (a last level to DRAM) to 5x and more.
+CHASE_STEP = 1.6
+OUTLIER = 1.5  # a chase point this far from its side's median is left out of that side's spread
 
 
 def stands_out(knee: K.Knee, min_step: float = K.MIN_STEP) -> bool:
@@ -87,11 +92,14 @@ def _assign(knees: Sequence[K.Knee], expected: dict[str, float], within: float) 
 
 
 def _flat(sizes: Sequence[float], values: Sequence[float], index: Sequence[int]) -> K.Plateau:
-    """Points ``index`` of a curve as a plateau: their median and spread (largest / smallest)."""
+    """Points ``index`` of a curve as a plateau: their median, and the spread (largest /
+    smallest) of those within OUTLIER of it (one point that another process's work slowed, a
+    36 KiB chase at 2.9 ns among 1.6s, is not the level's spread)."""
     part = sorted(values[i] for i in index)
     mid = len(part) // 2
     median = part[mid] if len(part) % 2 else (part[mid - 1] + part[mid]) / 2
-    return K.Plateau(index[0], index[-1], median, sizes[index[0]], sizes[index[-1]], part[-1] / part[0])
+    near = [v for v in part if 1 / OUTLIER <= v / median <= OUTLIER] or [median]
+    return K.Plateau(index[0], index[-1], median, sizes[index[0]], sizes[index[-1]], near[-1] / near[0])
 
 
 def latency_step(knee: K.Knee, sizes: Sequence[float], values: Sequence[float], lower: float,
@@ -128,7 +136,7 @@ def cpu_levels(bandwidth: Sequence[K.Knee], chase: tuple[Sequence[float], Sequen
         lower = bw[i - 1].size * PAST if i else 0.0
         upper = bw[i + 1].size * INSIDE if i + 1 < len(bw) else math.inf
         step = latency_step(b, sizes, values, lower, upper)
-        if step is not None and stands_out(step, min_step):
+        if step is not None and stands_out(step, max(min_step, CHASE_STEP)):
             bounds.append(Boundary(b, step))
         else:
             why = ("the chase has no points on both sides" if step is None else
@@ -170,4 +178,4 @@ def os_record(level: CpuLevel, units: int) -> dict[str, Any] | None:
             "source": c.source, "ratio": level.unit_bytes / c.size_bytes, "named": level.named}
 
 
-__all__ = ["ASSIGN", "INSIDE", "PAST", "CpuLevel", "NAMED", "cpu_levels", "latency_step", "os_record", "stands_out"]
+__all__ = ["ASSIGN", "CHASE_STEP", "INSIDE", "PAST", "CpuLevel", "NAMED", "cpu_levels", "latency_step", "os_record", "stands_out"]

@@ -47,10 +47,8 @@ class Effort:
 
     def longer(self) -> "Effort":
         """The effort of a ceiling's final figure: FINAL_TIME x the launches and the time (the
-        fastest launch of more is nearer the device's own figure on a busy machine); 2x the
-        launches with ``quick``."""
-        factor = 2 if self.quick else FINAL_TIME
-        return replace(self, repeats=self.repeats * factor, min_time_s=self.min_time_s * factor)
+        fastest launch of more is nearer the device's own figure on a busy machine)."""
+        return replace(self, repeats=self.repeats * FINAL_TIME, min_time_s=self.min_time_s * FINAL_TIME)
 
 
 def fastest(times_ns: Any) -> float:
