@@ -146,7 +146,8 @@ __kernel void read_any(__global const uint* restrict src, const uint n, const ui
 //            prefetcher follows, the work-items of a group running one after another).
 // The host fills the source with words a i + b (fill_affine), so every result has a closed form.
 // stream_read writes each work-item's sum (uint lanes wrap, so the adds may be reordered freely);
-// stream_write stores value + w at word w; stream_copy copies element by element.
+// stream_write stores value + w at word w; stream_copy copies element by element; stream_add
+// adds two sources.
 #ifdef STREAM
 #if V == 1
 #define ST uint
@@ -183,6 +184,16 @@ __kernel void stream_copy(__global const ST* restrict in, __global ST* restrict 
     const size_t g = get_global_id(0), G = get_global_size(0);
     for (uint k = 0; k < ITEMS; ++k)
         out[AT(g, G, k)] = in[AT(g, G, k)];
+}
+
+// Two streams read, one written (a vector addition's traffic, which a cache can serve faster
+// than one read and one write): out = in + in2, lane by lane (uint, wrapping).
+__kernel void stream_add(__global const ST* restrict in, __global const ST* restrict in2,
+                         __global ST* restrict out)
+{
+    const size_t g = get_global_id(0), G = get_global_size(0);
+    for (uint k = 0; k < ITEMS; ++k)
+        out[AT(g, G, k)] = in[AT(g, G, k)] + in2[AT(g, G, k)];
 }
 #endif  // STREAM
 

@@ -242,7 +242,9 @@ def test_the_profile_kernels_on_oclgrind():
     for layout in ("GRID", "BLOCKED"):
         for name, args in (("stream_read", [np.arange(4 * 4 * 32, dtype=np.uint32), np.zeros(4 * 32, np.uint32)]),
                            ("stream_write", [np.zeros(4 * 4 * 32, np.uint32), np.uint32(9)]),
-                           ("stream_copy", [np.arange(4 * 4 * 32, dtype=np.uint32), np.zeros(4 * 4 * 32, np.uint32)])):
+                           ("stream_copy", [np.arange(4 * 4 * 32, dtype=np.uint32), np.zeros(4 * 4 * 32, np.uint32)]),
+                           ("stream_add", [np.arange(4 * 4 * 32, dtype=np.uint32), np.arange(4 * 4 * 32, dtype=np.uint32),
+                                           np.zeros(4 * 4 * 32, np.uint32)])):
             cases.append((name, {**stream, layout: 1}, args, 32, 16))
     for name, defines, args, g, local in cases:
         assert memcheck(source, name, args, g, local, defines=defines, timeout_s=120) == [], name

@@ -67,7 +67,7 @@ def test_streams_verify_what_they_time(ctx):
     try:
         for layout in streams.LAYOUTS:
             shape = {"vector": 8, "items": 4, "layout": layout, "local_size": 16}
-            for op in streams.OPS:
+            for op in (*streams.OPS, "add"):
                 assert rig.check(op, shape) == (True, ""), (op, layout)
                 fig = rig.figure(op, shape, Effort.of(True), "how")
                 assert fig["status"] == "ok" and fig["value"] > 0 and fig["work_groups"] > 0
@@ -78,7 +78,10 @@ def test_streams_verify_what_they_time(ctx):
         assert short != kernel_source("ceilings.cl")
         shifted = kernel_source("ceilings.cl").replace("(ST)(value + (uint)e * V)", "(ST)(value + (uint)e * V + 1u)")
         assert shifted != kernel_source("ceilings.cl")
-        for source, op, what in ((short, "read", "work-item sums"), (shifted, "write", "written words")):
+        twice = kernel_source("ceilings.cl").replace("in[AT(g, G, k)] + in2[AT(g, G, k)]", "in[AT(g, G, k)] + in[AT(g, G, k)]")
+        assert twice != kernel_source("ceilings.cl")
+        for source, op, what in ((short, "read", "work-item sums"), (shifted, "write", "written words"),
+                                 (twice, "add", "added words")):
             rig.source = source
             ok, detail = rig.check(op, {"vector": 4, "items": 4, "layout": "grid", "local_size": 16})
             assert not ok and what in detail, detail

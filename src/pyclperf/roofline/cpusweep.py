@@ -168,15 +168,15 @@ class CpuSweep(CacheSweep):
                                                                          *streamed] if usable(f)}}
 
     def streamed(self, nbytes: int) -> list[Figure]:
-        """The stream kernels' read and copy over a set of about ``nbytes`` (a copy's two
-        buffers together), many work-groups: a level's traffic from every compute unit at once
-        runs faster in some patterns than in one share per unit (a last level shared by the
-        units, reads and writes interleaved)."""
+        """The stream kernels' read, copy and add over a set of about ``nbytes`` (their buffers
+        together), many work-groups: a level's traffic from every compute unit at once runs
+        faster in some patterns than in one share per unit (a last level shared by the units;
+        two reads and a write, as a vector addition's, reached 1.07x a read's rate)."""
         out: list[Figure] = []
-        for op in ("read", "copy"):
-            size = max(1 << 16, nbytes // (2 if op == "copy" else 1) >> 16 << 16)
+        for op in ("read", "copy", "add"):
+            size = max(1 << 16, nbytes // streams.MOVED[op] >> 16 << 16)
             how = (f"kernels/ceilings.cl stream_{op} over {_size(size)}"
-                   + (" (and another as large)" if op == "copy" else "")
+                   + (f" (and {streams.MOVED[op] - 1} more as large)" if op != "read" else "")
                    + f", the fastest verified of two layouts; {streams.COUNTED[op]} / OpenCL event "
                      "time of the fastest launch")
             try:

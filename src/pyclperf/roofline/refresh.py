@@ -7,8 +7,8 @@ ceiling's search again starting from the kernel's shape (its work-group size and
 where they are known) and stores the new figure where it is higher, saying what prompted it:
 
 * DRAM read, write or copy: the stream kernels over the profile's DRAM buffers (streams.py);
-* a cache level: stream reads and copies over a working set that fits the level, the higher of
-  the two replacing the level's read figure where it is higher;
+* a cache level: stream reads, copies and additions over a working set that fits the level,
+  the highest replacing the level's read figure where it is higher;
 * local memory and the compute ceilings: their own searches (ceilings.py, compute.py).
 """
 
@@ -78,8 +78,8 @@ def _new_figure(ctx: Any, profile: Any, roof: Any, hints: Hints, effort: Effort,
         # A working set this level holds and the one before it does not (or it measures that one).
         below = 2 * int(profile.caches[at - 1]["size_bytes"]) if at else 1 << 16
         fits = max(below, min(int(hints.working_set or level["size_bytes"]), int(level["size_bytes"])))
-        tried = [_stream(ctx, op, max(1 << 16, fits // (2 if op == "copy" else 1) >> 16 << 16), hints,
-                         effort, rng, f"within {roof.name}") for op in ("read", "copy")]
+        tried = [_stream(ctx, op, max(1 << 16, fits // streams.MOVED[op] >> 16 << 16), hints,
+                         effort, rng, f"within {roof.name}") for op in ("read", "copy", "add")]
         good = [f for f in tried if usable(f)]
         return level, "read", max(good, key=lambda f: f["value"]) if good else tried[0]
     if roof.kind == "local":

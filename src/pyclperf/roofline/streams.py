@@ -26,8 +26,10 @@ from ..measure.stats import MiB
 from . import search
 from .record import Effort, Figure, fastest, missing, rate, timings
 
-OPS = ("read", "write", "copy")
-COUNTED = {"read": "bytes read", "write": "bytes written", "copy": "bytes read + written"}
+OPS = ("read", "write", "copy")  # the DRAM ceilings; "add" (two read, one written) serves caches
+COUNTED = {"read": "bytes read", "write": "bytes written", "copy": "bytes read + written",
+           "add": "bytes read + written"}
+MOVED = {"read": 1, "write": 1, "copy": 2, "add": 3}  # buffers of nbytes each launch moves
 LAYOUTS = ("grid", "blocked")
 CHECK_BYTES = 32 * MiB  # verified a slice at a time: host memory stays small
 PROBE_LAUNCHES = 2      # a shape's probe: the fastest of this many launches (after one warm-up)
@@ -63,7 +65,8 @@ def lanes(vector: int) -> str:
 
 
 class StreamRig:
-    """Two buffers of ``nbytes`` (source and destination), the source's words ``a i + b``."""
+    """Two buffers of ``nbytes`` (source and destination), the source's words ``a i + b``; a
+    third (words ``c i + d``) once stream_add asks for it."""
 
     def __init__(self, ctx: Any, nbytes: int, rng: np.random.Generator) -> None:
         self.ctx, self.nbytes = ctx, int(nbytes)
@@ -73,12 +76,24 @@ class StreamRig:
         self.value = int(rng.integers(0, 2**32))
         self.src, self.dst = ctx.buffer(self.nbytes), ctx.buffer(self.nbytes)
         self.source: str | None = None  # the kernels' source where not kernels/ceilings.cl (tests)
+        self.second: Any = None  # stream_add's second source, words c i + d, made when first asked
+        self.c = int(rng.integers(0, 2**31)) * 2 + 1
+        self.d = int(rng.integers(0, 2**32))
         fill = ctx.program(file="ceilings.cl").kernel("fill_affine")
         fill.set_args(self.src, np.uint32(self.a), np.uint32(self.b)).run(self.words, None)
 
     def release(self) -> None:
         self.src.release()
         self.dst.release()
+        if self.second is not None:
+            self.second.release()
+
+    def _second(self) -> Any:
+        if self.second is None:
+            self.second = self.ctx.buffer(self.nbytes)
+            fill = self.ctx.program(file="ceilings.cl").kernel("fill_affine")
+            fill.set_args(self.second, np.uint32(self.c), np.uint32(self.d)).run(self.words, None)
+        return self.second
 
     def launch(self, op: str, shape: search.Shape) -> tuple[Any, int, int]:
         """(kernel with its arguments set, global size, work-group size) for ``op`` at ``shape``;
@@ -91,16 +106,16 @@ class StreamRig:
                    "BLOCKED" if shape["layout"] == "blocked" else "GRID": 1}
         where = {"source": self.source} if self.source else {"file": "ceilings.cl"}
         kernel = self.ctx.program(defines=defines, **where).kernel(f"stream_{op}")
-        if op == "read":
-            kernel.set_args(self.src, self.dst)
-        elif op == "write":
+        if op == "write":
             kernel.set_args(self.dst, np.uint32(self.value))
-        else:
+        elif op == "add":
+            kernel.set_args(self.src, self._second(), self.dst)
+        else:  # read (the sums land in dst) and copy
             kernel.set_args(self.src, self.dst)
         return kernel, elements // items, local
 
     def moved(self, op: str) -> float:
-        return float(self.nbytes * (2 if op == "copy" else 1))
+        return float(self.nbytes * MOVED[op])
 
     def probe(self, op: str, shape: search.Shape) -> float | None:
         """GB/s at the fastest of a few launches, unverified; None where the shape does not fit."""
@@ -122,8 +137,8 @@ class StreamRig:
             got = np.empty(g * int(shape["vector"]), np.uint32)
             self.dst.read(got)
             return compare(got, self.read_reference(shape, g), "work-item sums")
-        start = self.value if op == "write" else self.b
-        step = 1 if op == "write" else self.a
+        start = {"write": self.value, "copy": self.b, "add": self.b + self.d}[op] % 2**32
+        step = {"write": 1, "copy": self.a, "add": self.a + self.c}[op] % 2**32
         chunk = CHECK_BYTES // 4
         got = np.empty(chunk, np.uint32)
         for first in range(0, self.words, chunk):
@@ -131,7 +146,8 @@ class StreamRig:
             self.dst.read(got[:n], first * 4)
             i = np.arange(first, first + n, dtype=np.uint32)
             want = np.uint32(step) * i + np.uint32(start)  # uint32 arithmetic wraps as the device's
-            ok, detail = compare(got[:n], want, "written words" if op == "write" else "copied words")
+            ok, detail = compare(got[:n], want, {"write": "written words", "copy": "copied words",
+                                                 "add": "added words"}[op])
             if not ok:
                 return False, f"{detail} (in the slice from word {first})"
         return True, ""
@@ -187,4 +203,4 @@ def stream_ceilings(ctx: Any, effort: Effort, nbytes: int, rng: np.random.Genera
     return out
 
 
-__all__ = ["AXES", "LAYOUTS", "OPS", "START", "StreamRig", "affine_sums", "lanes", "stream_ceilings"]
+__all__ = ["AXES", "COUNTED", "LAYOUTS", "MOVED", "OPS", "START", "StreamRig", "affine_sums", "lanes", "stream_ceilings"]
