@@ -255,12 +255,13 @@ def test_the_profile_kernels_on_oclgrind():
 
 def test_a_part_the_driver_refuses_costs_that_part_only(ctx, monkeypatch):
     from pyclperf import InvalidArgumentError
-    from pyclperf.roofline import profiling, sweep
+    from pyclperf.roofline import cpusweep, profiling, sweep
 
     def refused(*args, **kwargs):
         raise InvalidArgumentError("refused by the driver (a test's stand-in)")
 
     monkeypatch.setattr(sweep, "caches", refused)
+    monkeypatch.setattr(cpusweep, "caches", refused)
     found = profiling.measure(ctx, quick=True, parts=("launch", "caches"))
     assert found.data["failed_parts"] == {"caches": "InvalidArgumentError: refused by the driver (a test's stand-in)"}
     assert found.ceilings["dram_latency"]["status"] == "failed"

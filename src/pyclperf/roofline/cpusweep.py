@@ -40,7 +40,7 @@ from .memory import size_text as _size
 from .oscaches import is_virtual, os_caches
 from .passes import PassReader
 from .record import Effort, Figure, best_of, missing, usable
-from .sweep import CacheSweep
+from .sweep import CacheSweep, found_record
 
 CHASE_PAST = 4  # the chase goes this far past the largest read knee
 ROUNDS = {True: 2, False: 3}  # rounds of the read curve (quick?), each point's fastest kept
@@ -209,4 +209,16 @@ class CpuSweep(CacheSweep):
             self.chaser.release()
 
 
-__all__ = ["CHASE_PAST", "CpuSweep", "ROUNDS", "cpu_top"]
+def caches(ctx: Any, effort: Effort, top: int | None = None) -> dict[str, Any]:
+    """A CPU device's curves, levels and DRAM load latency (CpuSweep), with the OS's caches
+    they were held against (``os``)."""
+    cpu = CpuSweep(ctx, effort, top)
+    try:
+        cpu.sweep()
+        cpu.refine()
+        return {**found_record(cpu, None), "os": cpu.os_summary()}
+    finally:
+        cpu.release()
+
+
+__all__ = ["CHASE_PAST", "CpuSweep", "ROUNDS", "caches", "cpu_top"]

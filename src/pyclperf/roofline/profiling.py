@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _core
-from . import ceilings, compute, memory, store, sweep
+from . import ceilings, compute, cpusweep, memory, store, sweep
 from .memory import size_text
 from .record import Effort, Figure, missing, usable
 from .roof import Roof
@@ -270,7 +270,7 @@ def _unit(name: str) -> str:
 
 def _caches(ctx: Any, effort: Effort, found: dict[str, Any]) -> None:
     """The cache levels and curves into ``found``, with the DRAM load latency."""
-    swept = sweep.caches(ctx, effort)
+    swept = (sweep if ctx.info.is_gpu else cpusweep).caches(ctx, effort)
     found["caches"], found["curves"] = swept["levels"], swept["curves"]
     found["ceilings"]["dram_latency"] = swept["dram_latency"]
     if "os" in swept:

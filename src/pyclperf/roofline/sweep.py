@@ -251,25 +251,15 @@ class CacheSweep:
 
 
 def caches(ctx: Any, effort: Effort, top: int | None = None) -> dict[str, Any]:
-    """Curves, levels and the DRAM load latency (CacheSweep; on a CPU device cpusweep.CpuSweep,
-    whose levels are held against the OS's caches, stored as ``os``)."""
-    if ctx.info.is_gpu:
-        sweep = CacheSweep(ctx, effort, cache_sizes(ctx.info, top))
-        sweep.sweep()
-        sweep.refine()
-        return _found(sweep, int(ctx.info.global_mem_cache_bytes) or None)
-    from .cpusweep import CpuSweep
-
-    cpu = CpuSweep(ctx, effort, top)
-    try:
-        cpu.sweep()
-        cpu.refine()
-        return {**_found(cpu, None), "os": cpu.os_summary()}
-    finally:
-        cpu.release()
+    """Curves, levels and the DRAM load latency of a GPU (CacheSweep; a CPU device's are
+    cpusweep.caches)."""
+    sweep = CacheSweep(ctx, effort, cache_sizes(ctx.info, top))
+    sweep.sweep()
+    sweep.refine()
+    return found_record(sweep, int(ctx.info.global_mem_cache_bytes) or None)
 
 
-def _found(sweep: CacheSweep, reported: int | None) -> dict[str, Any]:
+def found_record(sweep: CacheSweep, reported: int | None) -> dict[str, Any]:
     """A sweep's levels, DRAM load latency and curves, as the profile stores them."""
     levels = sweep.levels(reported)
     return {"levels": levels, "dram_latency": sweep.dram_latency(),
@@ -284,4 +274,4 @@ def _value(kind: str, row: dict[str, Any]) -> float:
     return float(row.get("latency_ns") or 0.0)
 
 
-__all__ = ["AGREE", "CacheSweep", "MAX_REFINED", "cache_sizes", "caches", "measure_point"]
+__all__ = ["AGREE", "CacheSweep", "MAX_REFINED", "cache_sizes", "caches", "found_record", "measure_point"]
