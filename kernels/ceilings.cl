@@ -1,6 +1,7 @@
 // The device profile's own kernels (pyclperf.roofline): compute throughput, local-memory
-// bandwidth, launch latency, and a read over a working set of any size. Every one writes a
-// result the host checks against NumPy (pyclperf/roofline/ceilings.py).
+// bandwidth, launch latency, streams (read, write, copy) at a chosen launch shape, and reads over
+// a working set of any size. Every one writes a result the host checks against NumPy
+// (pyclperf/roofline/ceilings.py, streams.py, memory.py).
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -135,4 +136,93 @@ __kernel void read_any(__global const uint* restrict src, const uint n, const ui
         i = i >= n ? i - n : i;
     }
     out[gid] = sum;
+}
+
+// ---- streams: read, write and copy at a chosen launch shape ---------------------------------
+// VT is uint or uintV (V 2..16), ITEMS the elements each work-item handles, at
+//   GRID:    element g + k G for k < ITEMS (G the global size): at each k consecutive
+//            work-items touch consecutive elements (what a GPU coalesces);
+//   BLOCKED: element g ITEMS + k: each work-item streams a run of its own (what a CPU core's
+//            prefetcher follows, the work-items of a group running one after another).
+// The host fills the source with words a i + b (fill_affine), so every result has a closed form.
+// stream_read writes each work-item's sum (uint lanes wrap, so the adds may be reordered freely);
+// stream_write stores value + w at word w; stream_copy copies element by element; stream_add
+// adds two sources.
+#ifdef STREAM
+#if V == 1
+#define ST uint
+#else
+#define ST CAT(uint, V)
+#endif
+#ifdef BLOCKED
+#define AT(g, G, k) ((size_t)(g) * ITEMS + (size_t)(k))
+#else
+#define AT(g, G, k) ((size_t)(g) + (size_t)(k) * (G))
+#endif
+
+__kernel void stream_read(__global const ST* restrict in, __global ST* restrict out)
+{
+    const size_t g = get_global_id(0), G = get_global_size(0);
+    ST sum = (ST)(0);
+    for (uint k = 0; k < ITEMS; ++k)
+        sum += in[AT(g, G, k)];
+    out[g] = sum;
+}
+
+// LANES is (0, 1, ..., V - 1) as an ST, given by the host: lane j of element e is word e V + j.
+__kernel void stream_write(__global ST* restrict out, const uint value)
+{
+    const size_t g = get_global_id(0), G = get_global_size(0);
+    for (uint k = 0; k < ITEMS; ++k) {
+        const size_t e = AT(g, G, k);
+        out[e] = (ST)(value + (uint)e * V) + LANES;
+    }
+}
+
+__kernel void stream_copy(__global const ST* restrict in, __global ST* restrict out)
+{
+    const size_t g = get_global_id(0), G = get_global_size(0);
+    for (uint k = 0; k < ITEMS; ++k)
+        out[AT(g, G, k)] = in[AT(g, G, k)];
+}
+
+// Two streams read, one written (a vector addition's traffic, which a cache can serve faster
+// than one read and one write): out = in + in2, lane by lane (uint, wrapping).
+__kernel void stream_add(__global const ST* restrict in, __global const ST* restrict in2,
+                         __global ST* restrict out)
+{
+    const size_t g = get_global_id(0), G = get_global_size(0);
+    for (uint k = 0; k < ITEMS; ++k)
+        out[AT(g, G, k)] = in[AT(g, G, k)] + in2[AT(g, G, k)];
+}
+#endif  // STREAM
+
+// ---- the source of streams and sweeps: word i holds a i + b (mod 2^32) ----------------------
+__kernel void fill_affine(__global uint* restrict out, const uint a, const uint b)
+{
+    const size_t i = get_global_id(0);
+    out[i] = a * (uint)i + b;
+}
+
+// ---- a working set read again and again, a share per work-group (the CPU device's sweep) ----
+// Work-group g owns the SHARE consecutive uint16s from g SHARE on, and reads them `passes` times;
+// work-item l reads the l-th contiguous slice of the share. The barrier ends a pass for the whole
+// group, so a CPU device (which runs a group's work-items one after another on one core) reads
+// the whole share between two reads of a word: the reuse distance is the share, the group's
+// core's part of the working set. Four sums keep the adds off the loads' critical path.
+__kernel void ws_pass(__global const uint16* restrict in, const uint slice, const uint passes,
+                      __global uint16* restrict out)
+{
+    const size_t base = ((size_t)get_group_id(0) * get_local_size(0) + get_local_id(0)) * slice;
+    uint16 s0 = (uint16)(0), s1 = (uint16)(0), s2 = (uint16)(0), s3 = (uint16)(0);
+    for (uint p = 0; p < passes; ++p) {
+        for (uint k = 0; k < slice; k += 4) {
+            s0 += in[base + k];
+            s1 += in[base + k + 1];
+            s2 += in[base + k + 2];
+            s3 += in[base + k + 3];
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+    out[get_global_id(0)] = (s0 + s1) + (s2 + s3);
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -67,7 +68,7 @@ def test_the_table_holds_every_reference(script, ctx, tmp_path, capsys, monkeypa
     out = tmp_path / "h200.json"
     device = f"{ctx.info.platform_index}:{ctx.info.device_index}"
     assert script.main(["--device", device, "--quick", "--json", str(out), "--clpeak-output", str(saved),
-                        "--figures", str(tmp_path / "figures")]) == 0
+                        "--figures", str(tmp_path / "figures"), "--catalogue", "stride,peak"]) == 0
     printed = capsys.readouterr().out
     record = json.loads(out.read_text())
     rows = {r["figure"].split(" (")[0]: r for r in record["rows"]}
@@ -85,9 +86,18 @@ def test_the_table_holds_every_reference(script, ctx, tmp_path, capsys, monkeypa
     # pyclperf explain on both example specs, on the profile just measured.
     for spec in ("vadd", "tiled_matmul"):
         row = rows[f"explain {spec}.json, best configuration"]
-        assert row["met"] and "% of the " in row["ref_how"] and " roof " in row["ref_how"], row
+        assert re.match(r"(\d+\.\d% of|at|above) the .+ roof ", row["ref_how"]), row
+        assert row["ratio"] > 0 and row["met"] == (row["ratio"] <= 1.05), row
         assert (tmp_path / "figures" / f"{spec}-roofline.png").read_bytes().startswith(b"\x89PNG")
     assert not list(Path(script.EXAMPLES).glob("*.jsonl"))  # nothing written beside the examples
+    # The catalogue asked for, each best point against the roof that binds it.
+    stride = next(r for r in record["rows"] if r["figure"].startswith("catalogue stride, best point"))
+    assert stride["ratio"] == pytest.approx(stride["ours"] / stride["reference"]) and " roof: " in stride["ref_how"]
+    peak = next(r for r in record["rows"] if r["figure"] == "catalogue peak")
+    assert peak["met"] is None and "no verified row" in peak["ref_how"]  # not run without NVML
+    if not ctx.info.is_gpu:  # a CPU device's levels against the OS's caches
+        assert any(r["figure"].startswith("cache level against the OS's L1d") for r in record["rows"])
+        assert rows["cache levels the OS does not list"]["criterion"] == "none"
 
 
 def test_without_cupy_the_cuda_rows_say_why(script, ctx, roofline_profiles, capsys, monkeypatch):
@@ -97,6 +107,7 @@ def test_without_cupy_the_cuda_rows_say_why(script, ctx, roofline_profiles, caps
     monkeypatch.setattr(script, "run_profile", lambda device, quick, folder: {
         "seconds": 1.0, "command": "-", "data": data, "printed": ""})
     device = f"{ctx.info.platform_index}:{ctx.info.device_index}"
-    assert script.main(["--device", device, "--quick", "--clpeak-read-gbps", "10", "--no-explain"]) == 0
+    assert script.main(["--device", device, "--quick", "--clpeak-read-gbps", "10", "--no-explain",
+                        "--no-catalogue"]) == 0
     printed = capsys.readouterr().out
     assert "CuPy is not available" in printed and "| DRAM read vs clpeak |" in printed

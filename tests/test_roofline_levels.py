@@ -15,7 +15,7 @@ import pytest
 from pyclperf.roofline import knees as K
 from pyclperf.roofline import levels as L
 from pyclperf.roofline import store
-from pyclperf.roofline.memory import CacheSweep
+from pyclperf.roofline.sweep import CacheSweep
 
 KiB, MiB = 1 << 10, 1 << 20
 POW2 = [4 * KiB << i for i in range(17)]  # 4 KiB .. 256 MiB

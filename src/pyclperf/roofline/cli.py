@@ -1,12 +1,15 @@
 """``pyclperf profile`` and ``pyclperf explain``: the command-line side of the roofline.
 
     pyclperf profile [--device D] [--quick] [--refresh] [--plot FIG.png] [--json]
+                     [--check RESULTS.jsonl ...]
     pyclperf explain SPEC.json [--device D] [--config k=v ...] [--flops EXPR] [--bytes EXPR]
-                     [--precision fp32] [--retune] [--quick] [--out FIG.png]
+                     [--precision fp32] [--retune] [--refresh] [--quick] [--out FIG.png]
 
 ``explain`` reads the spec's results file (its ``out``) where it exists and holds the spec's
 kernel, else runs the tune first (as ``pyclperf tune`` does); it prints the explanation, writes
 the figure, and stores the explanation in the results file, where ``pyclperf report`` shows it.
+Where the kernel runs more than 5% above its roof, the profile is wrong there and ``explain``
+says so in one line; ``--refresh`` measures that ceiling again from the kernel's launch shape.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     print(result.summary())
     if result.path is not None:
         print(f"profile file: {result.path}")
+    if args.check:
+        check_against(ctx, result, args.check)
     if args.plot:
         os.environ.setdefault("MPLBACKEND", "Agg")
         import matplotlib.pyplot as plt
@@ -50,6 +55,36 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.data))
     return EXIT_OK
+
+
+def check_against(ctx: Any, prof: Any, files: Sequence[str]) -> None:
+    """Each results file's best point against the roof that binds it; a roof some row beats by
+    more than 5% is measured again from that row's launch shape, and the files checked again."""
+    from .audit import check
+    from .refresh import remeasure
+
+    found = check(files, prof)
+    print("results against the roofs (each experiment's best point; the row nearest its roof "
+          "where that is another):")
+    redo = []
+    for experiment, best, near in found:
+        if best is None:
+            print(f"  {experiment}: no verified row with a rate")
+            continue
+        print("  " + best.line())
+        if near is not None and near.line() != best.line() and near.roof is not None:
+            print("    nearest its roof: " + near.line())
+        worst = near if near is not None and near.beaten else best if best.beaten else None
+        if worst is not None and worst.roof is not None:
+            redo.append(worst)
+    for p in {id(p.roof): p for p in redo}.values():  # one search per roof, the first row's shape
+        _say(f"measuring the {p.roof.name} ceiling again from {p.experiment}'s shape ...")
+        print("  refresh: " + remeasure(ctx, prof, p.roof, p.hints, p.rate))
+    if redo:
+        print("after measuring again:")
+        for experiment, best, _ in check(files, prof):
+            if best is not None:
+                print("  " + best.line())
 
 
 def parse_config(pairs: Sequence[str], params: dict[str, Sequence[Any]]) -> dict[str, Any]:
@@ -84,8 +119,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     import pyclperf
     from pyclperf.tuner.spec import parse_spec
 
+    from . import profiling
     from .explaining import explain_spec
     from .profiling import _plain
+    from .refresh import Hints, remeasure
 
     spec = parse_spec(args.spec)  # checked before the device is opened
     params = spec.kwargs["params"]
@@ -93,9 +130,20 @@ def cmd_explain(args: argparse.Namespace) -> int:
     flops = expression(args.flops, list(params), "--flops")
     nbytes = expression(args.bytes, list(params), "--bytes")
     ctx = pyclperf.Context(args.device)
-    found, results = explain_spec(spec.path, config=config or None, bytes=nbytes, flops=flops,
-                                  precision=args.precision, ctx=ctx, quick=args.quick,
-                                  retune=args.retune, say=_say)
+    prof = profiling.cached(ctx.info) or profiling.profile(
+        ctx, quick=args.quick, progress=lambda part: _say(f"  profile: measuring {part} ..."))
+
+    def run(retune: bool) -> tuple[Any, Any]:
+        return explain_spec(spec.path, prof, config=config or None, bytes=nbytes, flops=flops,
+                            precision=args.precision, ctx=ctx, quick=args.quick, retune=retune, say=_say)
+
+    found, results = run(args.retune)
+    if args.refresh:
+        print(found.text())
+        hints = Hints(found.launch.get("local_size"), found.launch.get("vector"), found.working_set)
+        _say(f"measuring the {found.binding.name} ceiling again from this kernel's launch shape ...")
+        print("refresh: " + remeasure(ctx, prof, found.binding, hints, found.fraction * found.binding.value))
+        found, results = run(False)
     print(found.text())
     figure = Path(args.out or spec.path.with_name(f"{spec.path.stem}-roofline.png"))
     print(f"wrote {found.save_figure(figure)}")
@@ -121,6 +169,10 @@ def add_parsers(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
     p.add_argument("--refresh", action="store_true", help="measure again even where a profile is cached")
     p.add_argument("--plot", default=None, metavar="FIG.png", help="also draw the device's roofline")
     p.add_argument("--json", action="store_true", help="also print the profile as JSON")
+    p.add_argument("--check", nargs="+", default=None, metavar="RESULTS.jsonl",
+                   help="hold results files (pyclperf run, tune) against the roofs: each "
+                        "experiment's best point and the roof that binds it; a roof some row beats "
+                        "by more than 5% is measured again from that row's launch shape")
     p.set_defaults(func=cmd_profile)
     e = sub.add_parser("explain", formatter_class=raw, epilog=EXIT_CODES,
                        help="a tuned kernel on this device's measured roofline",
@@ -142,6 +194,10 @@ def add_parsers(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
     e.add_argument("--precision", default="fp32", choices=("fp32", "fp64", "fp16", "int32"),
                    help="which compute ceiling the FLOPs are held against (default fp32)")
     e.add_argument("--retune", action="store_true", help="tune again even where the results file exists")
+    e.add_argument("--refresh", action="store_true",
+                   help="measure the binding roof's ceiling again, its search started from this "
+                        "kernel's launch shape (do it when the kernel beats the roof: a roof is a "
+                        "ceiling), store the higher figure in the cached profile, and explain again")
     e.add_argument("--quick", action="store_true",
                    help="where no profile of the device is cached (full or quick), measure a quick one")
     e.add_argument("--out", default=None, metavar="FIG.png",

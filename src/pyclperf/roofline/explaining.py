@@ -12,6 +12,7 @@ already measured; the Guide recommendations that apply (advice.py); a figure and
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -20,6 +21,7 @@ from ..measure.results import OK, TIMED, Results
 from . import advice, traffic
 from .memory import size_text
 from .profiling import Profile, Roof
+from .refresh import BEATEN
 
 Config = dict
 
@@ -54,17 +56,35 @@ class Explanation:
     recommendations: list[dict[str, Any]]
     memory_roofs: list[Roof] = field(default_factory=list)
     compute_roofs: list[Roof] = field(default_factory=list)
+    launch: dict[str, Any] = field(default_factory=dict)  # the shape known: local_size, vector
 
     @property
     def binding(self) -> Roof:
         return self.memory_roof if self.bound == "memory" or self.compute_roof is None else self.compute_roof
 
+    @property
+    def beaten(self) -> bool:
+        """Whether the kernel runs more than BEATEN above its roof: the profile is wrong there."""
+        return self.fraction > BEATEN
+
     def headline(self) -> str:
-        """The binding roof and the % of it, in one line."""
+        """The binding roof and the share of it, in one line; never a share above 100%: a
+        kernel at or above its roof is said to be at it (within the 5% a measurement allows)
+        or above it (the profile is wrong)."""
         roof = self.binding
-        return (f"{self.fraction * 100:.1f}% of the {roof.name} roof "
+        where = (f"{self.fraction * 100:.1f}% of" if self.fraction <= 1.0 else
+                 "at" if not self.beaten else "above")
+        return (f"{where} the {roof.name} roof "
                 f"({self.attainable:,.1f} {self.unit} attainable at this intensity, "
                 f"{roof.value:,.1f} {roof.unit} measured): {self.bound}-bound")
+
+    def wrong_roof(self) -> str:
+        """The one line that says the profile is wrong here ("" where it is not)."""
+        if not self.beaten:
+            return ""
+        return (f"the profile is wrong: this kernel reaches {self.fraction:.2f}x the measured "
+                f"{self.binding.name} roof, which should be a ceiling; measure it again from this "
+                "kernel's launch shape: pyclperf explain SPEC --refresh")
 
     def text(self) -> str:
         cfg = ", ".join(f"{k}={v}" for k, v in self.config.items())
@@ -81,10 +101,8 @@ class Explanation:
         if self.compute_roof is not None:
             lines.append(f"  compute roof: {self.compute_roof.label()}")
         lines.append(f"  => {self.headline()}")
-        if self.fraction > 1.05:
-            lines.append(f"  (above the measured roof: on this device the profile's kernel for "
-                         f"{self.binding.name} reaches less than this kernel does, so that roof is a "
-                         "lower bound here, not a ceiling)")
+        if self.beaten:
+            lines.append(f"  {self.wrong_roof()}")
         for s in self.sensitivity:
             around = (f"; around this configuration {s['around_ratio']:.2f}x"
                       if s.get("around_ratio") is not None else "")
@@ -128,6 +146,20 @@ def draw(d: dict[str, Any], ax: Any = None) -> Any:
     if d.get("flops") and d.get("compute_roofs"):
         return plot_roofline(d, d["points"], ax=ax, title=title)
     return plot_bandwidth_roofs(d, d["points"], ax=ax, title=title, binding=d["memory_roof"]["name"])
+
+
+def launch_shape(config: Config, counted: Sequence[traffic.ArgTraffic]) -> dict[str, Any]:
+    """What is known of a configuration's launch shape: its work-group size (the tuned
+    parameter that names one, x first) and the widest vector its array arguments hold."""
+    out: dict[str, Any] = {}
+    groups = sorted((k for k in config if advice.WORK_GROUP.search(k)), key=lambda k: (not k.endswith("_x"), k))
+    if groups and isinstance(config[groups[0]], int):
+        out["local_size"] = int(config[groups[0]])
+    widths = [int(m.group(1)) if m.group(1) else 1 for a in counted if a.role != traffic.NONE
+              for m in [re.match(r"^[a-z ]*?(\d*)\s*\*?$", a.type_name.strip())] if m]
+    if widths:
+        out["vector"] = max(widths)
+    return out
 
 
 def _rows(results: Results) -> tuple[list[dict[str, Any]], bool]:
@@ -176,9 +208,15 @@ def sensitivity(rows: list[dict[str, Any]], params: Sequence[str], chosen: dict[
     return sorted(out, key=lambda s: -s["ratio"])
 
 
+SPILL = 1.1  # past the last cache level, a read curve this far above its DRAM end is the cache's
+
+
 def memory_roof(profile: Profile, working_set: int, reads: bool, writes: bool) -> tuple[Roof, str]:
     """The memory roof for a working set: the smallest cache level (with a read bandwidth of
-    its own) that holds it, else DRAM read, write or copy by what the kernel does."""
+    its own) that holds it; past the last, that level still while the profile's read curve at
+    the working set's size runs above the curve's own end, where it reads from DRAM (a cache
+    keeps part of a set somewhat larger than itself, the more so a CPU's last level shared with
+    other cores); else DRAM read, write or copy by what the kernel does."""
     roofs = profile.memory_roofs()
     caches = sorted((r for r in roofs if r.kind == "cache"), key=lambda r: r.size_bytes or 0)
     for r in caches:
@@ -190,6 +228,14 @@ def memory_roof(profile: Profile, working_set: int, reads: bool, writes: bool) -
     if roof is None:
         raise ValueError(f"the profile of {profile.device} has no verified DRAM figure: "
                          "measure it again (pyclperf profile --refresh)")
+    if caches:
+        last = caches[-1]
+        size, rate, tail = profile.read_curve_at(working_set)
+        if rate is not None and tail and rate > SPILL * tail:
+            return last, (f"the working set, {size_text(working_set)}, is larger than {last.name} "
+                          f"({size_text(last.size_bytes or 0)}), which still serves part of it: the "
+                          f"read curve ran at {rate:,.1f} GB/s at {size_text(size)}, {rate / tail:.2f}x "
+                          "its rate from DRAM")
     beyond = f"larger than {caches[-1].name} ({size_text(caches[-1].size_bytes or 0)})" if caches else \
         "no cache level was found"
     return roof, f"the working set, {size_text(working_set)}, is {beyond}: {roof.name} binds"
@@ -272,6 +318,7 @@ def explain(results: Results | str | os.PathLike[str], profile: Profile | None =
         intensity=me["intensity"], memory_roof=mem, compute_roof=compute, bound=bound,
         attainable=attainable, unit=unit, fraction=fraction, level_why=level_why, points=points,
         sensitivity=sensitivity(rows, params, chosen), recommendations=advice.recommendations(facts),
+        launch=launch_shape(cfg, counted),
         memory_roofs=profile.memory_roofs(), compute_roofs=profile.compute_roofs())
 
 
@@ -318,5 +365,5 @@ def explain_spec(spec: str | os.PathLike[str], profile: Profile | None = None, *
     return found, results
 
 
-__all__ = ["Explanation", "draw", "explain", "explain_spec", "memory_roof", "sensitivity",
+__all__ = ["Explanation", "SPILL", "draw", "explain", "explain_spec", "memory_roof", "sensitivity",
            "spec_results"]

@@ -1,14 +1,17 @@
 """``pyclperf.profile(ctx)``: the device's measured ceilings, cached per device and driver.
 
-What is measured (every figure verified, with how it was measured and its spread):
+What is measured (every figure verified, with how it was measured and its spread; every ceiling
+the best over the launch shapes searched, with the shape that won):
 
-* DRAM read, write and copy at their fastest launch shapes, cache levels found from the knees of
-  the working-set curves (size, read bandwidth, load latency, beside the size the device
-  reports), DRAM load latency, host <-> device bandwidth pinned and pageable (memory.py);
-* local-memory bandwidth, FP32, FP64 and FP16 multiply-add throughput (where the device claims
-  the extension), 32-bit integer multiply-add throughput, and launch latency (ceilings.py).
+* DRAM read, write and copy (memory.py, streams.py), cache levels found from the knees of the
+  working-set curves (size, read bandwidth, load latency, beside the size the device reports,
+  or on a CPU device the OS's caches: sweep.py, cpusweep.py), DRAM load latency, host <-> device
+  bandwidth pinned and pageable;
+* local-memory bandwidth and launch latency (ceilings.py), FP32, FP64 and FP16 multiply-add
+  throughput (where the device claims the extension) and 32-bit integer multiply-add
+  throughput (compute.py).
 
-``quick`` measures fewer shapes with fewer launches (a CI run on a CPU device). The result is a
+``quick`` searches fewer shapes with fewer launches (a minute at most on a CPU device). The result is a
 ``Profile``: the JSON record (profile.schema.json) with the roofs a roofline draws.
 """
 
@@ -23,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _core
-from . import ceilings, memory, store
+from . import ceilings, compute, cpusweep, memory, store, sweep
 from .memory import size_text
 from .record import Effort, Figure, missing, usable
 from .roof import Roof
@@ -69,6 +72,14 @@ class Profile:
         fig = self.ceilings.get(name)
         return float(fig["value"]) if usable(fig) else None
 
+    def read_curve_at(self, nbytes: int) -> tuple[int, float | None, float | None]:
+        """(size, GB/s) of the read curve's first verified point at ``nbytes`` or above ((0,
+        None) past its end), and the GB/s of its last point (where it reads from DRAM)."""
+        points = sorted((int(p["size"]), float(p["gbps"])) for p in self.data["curves"]["read"]
+                        if p.get("status") == "ok" and p.get("gbps"))
+        size, rate = next(((s, g) for s, g in points if s >= nbytes), (0, None))
+        return size, rate, points[-1][1] if points else None
+
     def memory_roofs(self) -> list[Roof]:
         """Local memory, the cache levels with a read bandwidth of their own above DRAM's
         (smallest first), DRAM read, copy and write. A level whose read kernel ran slower than
@@ -96,7 +107,7 @@ class Profile:
         """The measured compute ceilings, highest first."""
         out = [Roof(name.upper(), fig["value"], fig["unit"], "compute", None, fig["how"], fig.get("spread_pct"))
                for name, fig in self.ceilings.items()
-               if name in ceilings.PRECISIONS and usable(fig)]
+               if name in compute.PRECISIONS and usable(fig)]
         return sorted(out, key=lambda r: -r.value)
 
     def summary(self) -> str:
@@ -110,24 +121,10 @@ class Profile:
         lines.append(f"  cache levels found (the device reports a {size_text(reported)} "
                      "global-memory cache):" if reported else "  cache levels found:")
         for level in self.caches:
-            parts = [f"{level['name']} {size_text(level['size_bytes'])}, {level.get('label', 'cache level')} "
-                     f"(from {' and '.join(level['found_from'])}, between "
-                     f"{size_text(level['bracket_bytes'][0])} and {size_text(level['bracket_bytes'][1])})"]
-            if level.get("reported_bytes"):
-                parts.append(f"the device reports {size_text(level['reported_bytes'])} "
-                             f"({level['size_bytes'] / level['reported_bytes']:.2f}x)")
-            if usable(level.get("read")):
-                slow = level["read"]["value"] <= (self.value("dram_read") or 0.0)
-                parts.append(f"read {level['read']['value']:,.1f} GB/s"
-                             + (" (no faster than DRAM read: no roof)" if slow else ""))
-            if usable(level.get("latency")):
-                parts.append(f"latency {level['latency']['value']:.1f} ns")
-            lines.append("    " + ", ".join(parts))
-            for step in level.get("steps", []):
-                after = step.get("read_after")
-                lines.append(f"      {step['label']} at {size_text(step['size_bytes'])} (from "
-                             f"{' and '.join(step['found_from'])})"
-                             + (f": read {after['value']:,.1f} GB/s after it" if usable(after) else ""))
+            lines += _level_lines(level, self.value("dram_read") or 0.0)
+        if self.data.get("os", {}).get("virtual"):
+            lines.append("    (a virtual machine: its CPU flags say hypervisor, so the OS reports the "
+                         "host's caches, whose last level other guests share)")
         if not self.caches:
             lines.append("    none (no knee in the working-set curves)")
         return "\n".join(lines)
@@ -147,10 +144,43 @@ class Profile:
         return plot_roofline(self, **kwargs)
 
 
+def _level_lines(level: dict[str, Any], dram_read: float) -> list[str]:
+    """A cache level as the summary prints it: its size (per instance beside it on a CPU, with
+    the OS's figure), what it was found from, its read bandwidth and latency, its steps."""
+    size = size_text(level["size_bytes"])
+    unit, os = level.get("unit_bytes"), level.get("os")
+    if os and unit and os.get("spanned", 1) > 1:
+        size += f" over {os['spanned']} instances ({size_text(unit)} each)"
+    parts = [f"{level['name']} {size}, {level.get('label', 'cache level')} "
+             f"(from {' and '.join(level['found_from'])}, between "
+             f"{size_text(level['bracket_bytes'][0])} and {size_text(level['bracket_bytes'][1])})"]
+    if os:
+        parts.append(f"the OS reports {os['name']} {size_text(os['size_bytes'])}"
+                     + (" per instance" if os.get("spanned", 1) > 1 else "")
+                     + f" ({os['ratio']:.2f}x{'' if os.get('named') else ': not named after it'})")
+    if level.get("reported_bytes"):
+        parts.append(f"the device reports {size_text(level['reported_bytes'])} "
+                     f"({level['size_bytes'] / level['reported_bytes']:.2f}x)")
+    if usable(level.get("read")):
+        slow = level["read"]["value"] <= dram_read
+        parts.append(f"read {level['read']['value']:,.1f} GB/s"
+                     + (" (no faster than DRAM read: no roof)" if slow else ""))
+    if usable(level.get("latency")):
+        parts.append(f"latency {level['latency']['value']:.1f} ns")
+    out = ["    " + ", ".join(parts)]
+    for step in level.get("steps", []):
+        after = step.get("read_after")
+        out.append(f"      {step['label']} at {size_text(step['size_bytes'])} (from "
+                   f"{' and '.join(step['found_from'])})"
+                   + (f": read {after['value']:,.1f} GB/s after it" if usable(after) else ""))
+    return out
+
+
 def _figure_line(name: str, fig: Figure) -> str:
     if usable(fig):
         spread = f", spread {fig['spread_pct']:.1f}%" if fig.get("spread_pct") is not None else ""
-        return f"{name:<15} {fig['value']:>12,.1f} {fig['unit']:<8} (n={fig.get('n')}{spread})"
+        shape = f"; at {', '.join(f'{k} {v}' for k, v in fig['shape'].items())}" if fig.get("shape") else ""
+        return f"{name:<15} {fig['value']:>12,.1f} {fig['unit']:<8} (n={fig.get('n')}{spread}{shape})"
     return f"{name:<15} {'-':>12} {fig['unit']:<8} ({fig['status']}: {fig.get('reason', '')})"
 
 
@@ -185,9 +215,9 @@ def measure(ctx: Any, quick: bool = False, progress: Callable[[str], None] | Non
     failed: dict[str, str] = {}  # part -> the error that stopped it
     steps: dict[str, Callable[[], None]] = {
         "launch": lambda: found["ceilings"].update(launch_latency=ceilings.launch_latency(ctx, effort, rng)),
-        "compute": lambda: found["ceilings"].update(ceilings.compute(ctx, effort, rng)),
+        "compute": lambda: found["ceilings"].update(compute.compute(ctx, effort, rng)),
         "local": lambda: found["ceilings"].update(local=ceilings.local_memory(ctx, effort, rng)),
-        "dram": lambda: found["ceilings"].update(memory.dram(ctx, effort)),
+        "dram": lambda: found["ceilings"].update(memory.dram(ctx, effort, rng=rng)),
         "caches": lambda: _caches(ctx, effort, found),
         "transfers": lambda: found["ceilings"].update(memory.transfers(ctx, effort)),
     }
@@ -219,29 +249,32 @@ def measure(ctx: Any, quick: bool = False, progress: Callable[[str], None] | Non
                          "local_mem_bytes": int(info.local_mem_bytes),
                          "local_mem_is_dedicated": bool(info.local_mem_is_dedicated)},
             "curves": found["curves"], "timings": took,
+            **({"os": found["os"]} if "os" in found else {}),
             **({"failed_parts": failed} if failed else {})}
     return Profile(_plain(data))
 
 
 def _part_of(name: str) -> str:
     """Which part of the profile measures ceiling ``name``."""
-    if name in ceilings.PRECISIONS:
+    if name in compute.PRECISIONS:
         return "compute"
     return {"launch_latency": "launch", "local": "local", "dram_latency": "caches"}.get(
         name, "dram" if name.startswith("dram") else "transfers")
 
 
 def _unit(name: str) -> str:
-    if name in ceilings.PRECISIONS:
-        return ceilings.PRECISIONS[name].unit
+    if name in compute.PRECISIONS:
+        return compute.PRECISIONS[name].unit
     return "ns" if name.endswith("latency") else "GB/s"
 
 
 def _caches(ctx: Any, effort: Effort, found: dict[str, Any]) -> None:
     """The cache levels and curves into ``found``, with the DRAM load latency."""
-    swept = memory.caches(ctx, effort)
+    swept = (sweep if ctx.info.is_gpu else cpusweep).caches(ctx, effort)
     found["caches"], found["curves"] = swept["levels"], swept["curves"]
     found["ceilings"]["dram_latency"] = swept["dram_latency"]
+    if "os" in swept:
+        found["os"] = swept["os"]
 
 
 def profile(ctx: Any = None, *, quick: bool = False, refresh: bool = False,

@@ -45,9 +45,14 @@ KEY_FIELDS = ("platform_name", "name", "vendor", "compute_units", "global_mem_by
 
 def device_key(info: Any) -> str:
     """What one cached profile stands for: the device, its platform and its driver. ``info`` is
-    a DeviceInfo or a results file's device dict (pyclperf.device.devices.device_summary)."""
+    a DeviceInfo or a results file's device dict (pyclperf.device.devices.device_summary). A
+    CPU device's memory size is left out: PoCL reports a share of the memory free when the
+    context opens, which moves from run to run (17.3 and 21.4 GB on one machine within the
+    hour), and a profile keyed by it would never be found again."""
     get = info.get if isinstance(info, dict) else lambda k: getattr(info, k)
-    return " | ".join(str(get(k)) for k in KEY_FIELDS)
+    kind = get("type") if isinstance(info, dict) else getattr(info, "type", "")
+    fields = [k for k in KEY_FIELDS if not (k == "global_mem_bytes" and "CPU" in str(kind).upper())]
+    return " | ".join(str(get(k)) for k in fields)
 
 
 def _slug(text: str) -> str:

@@ -1,0 +1,143 @@
+"""A CPU device's cache levels against the caches the OS reports (pyclperf.roofline.cpulevels,
+oscaches): synthetic curves of one compute unit of a 2-core CPU, its private L1d and L2 and a
+shared L3, and sysfs and lscpu read from fixtures."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from pyclperf.roofline import cpulevels as C
+from pyclperf.roofline import knees as K
+from pyclperf.roofline import oscaches as O
+
+KiB, MiB = 1 << 10, 1 << 20
+# 16 KiB .. 512 MiB, 8 to the octave: as fine as the profile measures around each knee.
+SIZES = sorted({int(16 * KiB * 2 ** (i / 8)) // 64 * 64 for i in range(8 * 15 + 1)})
+CPU = [O.OsCache("L1d", 1, 48 * KiB, 2, 1, "sysfs"), O.OsCache("L2", 2, 2 * MiB, 2, 1, "sysfs"),
+       O.OsCache("L3", 3, 32 * MiB, 1, 2, "sysfs")]
+
+
+def sharp(sizes, edges, values):
+    return [next((v for edge, v in zip(edges, values) if s <= edge), values[-1]) for s in sizes]
+
+
+def curves(l3=32 * MiB, noise=None):
+    """One compute unit's read and chase, each leaving a level at one instance's size."""
+    read = sharp(SIZES, [48 * KiB, 2 * MiB, l3], [150.0, 90.0, 30.0, 10.0])
+    chase = sharp(SIZES, [48 * KiB, 2 * MiB, l3], [1.5, 4.0, 40.0, 150.0])
+    if noise is not None:
+        read = [v * noise.uniform(0.97, 1.03) for v in read]
+        chase = [v * noise.uniform(0.97, 1.03) for v in chase]
+    return K.knees(SIZES, read), (SIZES, chase)
+
+
+@pytest.mark.parametrize("seed", [None, 1, 2])
+def test_three_levels_named_after_the_os_caches_they_match(seed):
+    import numpy as np
+
+    bw, lat = curves(noise=None if seed is None else np.random.default_rng(seed))
+    levels, notes = C.cpu_levels(bw, lat, CPU, units=2)
+    assert [lv.name for lv in levels] == ["L1", "L2", "L3"] and not notes
+    for level, cache in zip(levels, CPU):
+        assert level.os is cache and level.named
+        assert 1 / C.NAMED <= level.unit_bytes / cache.size_bytes <= C.NAMED, (level.name, level.unit_bytes)
+        assert level.end.found_from == ["bandwidth", "latency"]
+    assert levels[0].size == pytest.approx(2 * levels[0].unit_bytes)  # two private L1d
+    assert levels[2].size == pytest.approx(levels[2].unit_bytes)  # one shared L3
+    assert levels[-1].last and levels[-1].label == "last-level cache"
+    record = C.os_record(levels[1], 2)
+    assert record["name"] == "L2" and record["spanned"] == 2 and record["named"]
+
+
+def test_a_last_level_far_from_the_os_figure_is_measured_but_not_named():
+    # A virtual machine's guest: the OS says the host's 480 MiB L3, the guest's share is ~64 MiB.
+    os = CPU[:2] + [O.OsCache("L3", 3, 480 * MiB, 1, 2, "sysfs")]
+    levels, _ = C.cpu_levels(*curves(l3=64 * MiB), os, units=2)
+    assert [lv.name for lv in levels] == ["L1", "L2", "LLC"]
+    last = levels[-1]
+    assert not last.named and last.os is not None and last.os.name == "L3"
+    assert re.search(r"the OS.s L3 is 7\.[0-9]+x this level.s size per instance", last.notes[0])
+    assert C.os_record(last, 2)["named"] is False
+
+
+def test_a_step_in_one_curve_alone_is_no_level():
+    read = sharp(SIZES, [48 * KiB, 2 * MiB, 32 * MiB], [150.0, 90.0, 30.0, 10.0])
+    flat_chase = sharp(SIZES, [48 * KiB, 2 * MiB], [1.5, 4.0, 40.0])  # no step at the L3's end
+    levels, notes = C.cpu_levels(K.knees(SIZES, read), (SIZES, flat_chase), CPU, units=2)
+    assert [lv.name for lv in levels] == ["L1", "L2"]
+    assert any("the chase steps 1.00x there, within its spread: no level" in n for n in notes), notes
+
+
+def test_a_sloped_chase_still_steps_where_the_read_curve_says():
+    # A busy machine: the chase climbs through the last level (no plateau of its own),
+    # but inside L2 it runs at 4-5 ns and past it at 30-120: a step, where the read knee is.
+    read = sharp(SIZES, [48 * KiB, 2 * MiB, 32 * MiB], [150.0, 90.0, 30.0, 10.0])
+    chase = [1.5 if s <= 48 * KiB else 4.0 + s / MiB if s <= 2 * MiB else 30.0 * (s / (4 * MiB)) ** 0.5
+             for s in SIZES]
+    levels, notes = C.cpu_levels(K.knees(SIZES, read), (SIZES, chase), CPU, units=2)
+    assert [lv.name for lv in levels][:2] == ["L1", "L2"]
+    assert levels[1].end.latency.before.value < 7 and levels[1].end.latency.after.value > 30
+
+
+def test_a_step_inside_the_noise_does_not_stand_out():
+    bw, _ = curves()
+    small = K.knees(SIZES, sharp(SIZES, [1 * MiB], [100.0, 76.0]))  # a 1.32x step
+    assert small and C.stands_out(bw[0]) and C.stands_out(small[0])
+    noisy = K.Knee(1e6, 5e5, 2e6, K.Plateau(0, 3, 100.0, 1, 2, 1.2), K.Plateau(4, 7, 76.0, 3, 4, 1.15))
+    assert not C.stands_out(noisy)  # 1.32x between plateaus that each spread 15-20%
+
+
+def test_without_os_caches_the_levels_pair_up_unnamed():
+    levels, _ = C.cpu_levels(*curves(), [], units=2)
+    assert [lv.name for lv in levels] == ["level 1", "level 2", "LLC"]
+    assert all(lv.os is None and not lv.named for lv in levels)
+
+
+def test_sysfs_is_read_per_level_with_its_instances(tmp_path):
+    def index(cpu, i, level, kind, size, shared):
+        d = tmp_path / f"cpu{cpu}" / "cache" / f"index{i}"
+        d.mkdir(parents=True)
+        for name, text in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+            (d / name).write_text(f"{text}\n")
+
+    for cpu in range(4):
+        index(cpu, 0, 1, "Data", "48K", str(cpu))
+        index(cpu, 1, 1, "Instruction", "64K", str(cpu))
+        index(cpu, 2, 2, "Unified", "2048K", str(cpu))
+        index(cpu, 3, 3, "Unified", "32768K", "0-3")
+    (tmp_path / "cpufreq").mkdir()
+    found = O.from_sysfs(tmp_path)
+    assert [(c.name, c.size_bytes, c.instances, c.cpus_per_instance) for c in found] == [
+        ("L1d", 48 * KiB, 4, 1), ("L2", 2 * MiB, 4, 1), ("L3", 32 * MiB, 1, 4)]
+    assert found[1].spanned(2) == 2 and found[1].device_bytes(2) == 4 * MiB
+    assert found[2].spanned(2) == 1 and found[2].device_bytes(8) == 32 * MiB
+    assert O.from_sysfs(tmp_path / "nothing") == []
+
+
+def test_lscpu_json_gives_the_same_and_bad_text_gives_nothing():
+    text = json.dumps({"caches": [
+        {"name": "L1d", "one-size": "48K", "all-size": "96K", "type": "Data", "level": 1},
+        {"name": "L1i", "one-size": "64K", "all-size": "128K", "type": "Instruction", "level": 1},
+        {"name": "L2", "one-size": "2M", "all-size": "4M", "type": "Unified", "level": 2},
+        {"name": "L3", "one-size": "480M", "all-size": "480M", "type": "Unified", "level": 3}]})
+    found = O.with_cpus(O.from_lscpu(text), 2)
+    assert [(c.name, c.size_bytes, c.instances, c.cpus_per_instance) for c in found] == [
+        ("L1d", 48 * KiB, 2, 1), ("L2", 2 * MiB, 2, 1), ("L3", 480 * MiB, 1, 2)]
+    assert O.from_lscpu("not json") == [] and O.from_lscpu("{}") == []
+    assert O.parse_size("2048K") == 2 * MiB and O.parse_size("480 MiB") == 480 * MiB
+    assert O.cpu_count_of("0-3,8,10-11") == 7
+    with pytest.raises(ValueError, match="not a cache size"):
+        O.parse_size("lots")
+
+
+def test_this_machine_reports_some_cache_when_it_is_linux():
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("sysfs and lscpu are Linux's")
+    found = O.os_caches()
+    assert found and all(c.size_bytes > 0 and c.instances >= 1 for c in found)
+    assert [c.level for c in found] == sorted(c.level for c in found)

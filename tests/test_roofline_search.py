@@ -1,0 +1,118 @@
+"""Ceilings found by searching launch shapes (pyclperf.roofline.search), and the kernels the
+search times: every one verified against NumPy, and every check able to fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pyclperf import kernel_source
+from pyclperf.roofline import search, streams
+from pyclperf.roofline.chase import ChaseRig
+from pyclperf.roofline.passes import PassReader
+from pyclperf.roofline.record import Effort, fastest
+
+KiB, MiB = 1 << 10, 1 << 20
+
+
+def test_descend_changes_one_axis_at_a_time_and_keeps_the_best():
+    def probe(shape):  # best at vector 16, items 64; items matter only once the vector is wide
+        return shape["vector"] * (2.0 if shape["items"] == 64 else 1.0)
+
+    best, tried = search.descend({"vector": 4, "items": 16}, {"vector": (4, 8, 16), "items": (16, 64, 256)},
+                                 probe)
+    assert best == {"vector": 16, "items": 64}
+    assert len(tried) == 5  # the start, two more widths, two more item counts: no grid
+    assert tried["vector=16, items=64"] == 32.0
+
+
+def test_settle_skips_a_shape_that_verifies_wrong_and_says_which_won():
+    shapes = {search.label({"v": v}): {"v": v} for v in (1, 2, 3)}
+    tried = {k: float(s["v"]) for k, s in shapes.items()}
+
+    def final(shape):
+        if shape["v"] == 3:
+            return {"value": None, "unit": "GB/s", "how": "t", "status": "failed", "reason": "wrong result"}
+        return {"value": 10.0 * shape["v"], "unit": "GB/s", "how": "t", "status": "ok", "spread_pct": 1.0, "n": 3}
+
+    fig = search.settle(tried, shapes, final, "GB/s", "t")
+    assert fig["value"] == 20.0 and fig["shape"] == {"v": 2} and fig["shapes_tried"] == tried
+    none = search.settle({"v=1": None}, shapes, final, "GB/s", "t")
+    assert none["status"] == "failed" and "no launch shape ran" in none["reason"]
+
+
+def test_the_fastest_launch_sets_one_outlier_aside():
+    assert fastest([5.0, 1.0, 4.0, 6.0]) == 4.0  # one launch timed at a fifth: set aside
+    assert fastest([5.0, 4.0]) == 4.0 and fastest([3.0]) == 3.0
+
+
+@pytest.mark.parametrize("layout", streams.LAYOUTS)
+def test_stream_read_reference_matches_a_replay(layout):
+    rig = object.__new__(streams.StreamRig)
+    rig.a, rig.b = 2654435761, 97
+    v, items, g = 4, 3, 10
+    words = (np.uint64(rig.a) * np.arange(v * items * g, dtype=np.uint64) + np.uint64(rig.b)) & np.uint64(0xFFFFFFFF)
+    want = np.zeros((g, v), np.uint64)
+    for gid in range(g):
+        for k in range(items):
+            e = gid * items + k if layout == "blocked" else gid + k * g
+            want[gid] += words[e * v: e * v + v]
+    got = rig.read_reference({"vector": v, "items": items, "layout": layout}, g)
+    assert got.tolist() == (want & np.uint64(0xFFFFFFFF)).astype(np.uint32).reshape(-1).tolist()
+
+
+def test_streams_verify_what_they_time(ctx):
+    rng = np.random.default_rng()
+    rig = streams.StreamRig(ctx, 1 * MiB, rng)
+    try:
+        for layout in streams.LAYOUTS:
+            shape = {"vector": 8, "items": 4, "layout": layout, "local_size": 16}
+            for op in (*streams.OPS, "add"):
+                assert rig.check(op, shape) == (True, ""), (op, layout)
+                fig = rig.figure(op, shape, Effort.of(True), "how")
+                assert fig["status"] == "ok" and fig["value"] > 0 and fig["work_groups"] > 0
+            assert rig.probe("read", {**shape, "local_size": 1 << 20}) is None  # does not tile
+        # A kernel that skips each work-item's last element, and one that writes one word off.
+        short = kernel_source("ceilings.cl").replace("for (uint k = 0; k < ITEMS; ++k)\n        sum",
+                                                     "for (uint k = 0; k + 1 < ITEMS; ++k)\n        sum")
+        assert short != kernel_source("ceilings.cl")
+        shifted = kernel_source("ceilings.cl").replace("(ST)(value + (uint)e * V)", "(ST)(value + (uint)e * V + 1u)")
+        assert shifted != kernel_source("ceilings.cl")
+        twice = kernel_source("ceilings.cl").replace("in[AT(g, G, k)] + in2[AT(g, G, k)]", "in[AT(g, G, k)] + in[AT(g, G, k)]")
+        assert twice != kernel_source("ceilings.cl")
+        for source, op, what in ((short, "read", "work-item sums"), (shifted, "write", "written words"),
+                                 (twice, "add", "added words")):
+            rig.source = source
+            ok, detail = rig.check(op, {"vector": 4, "items": 4, "layout": "grid", "local_size": 16})
+            assert not ok and what in detail, detail
+    finally:
+        rig.release()
+
+
+def test_working_set_passes_and_chases_verify_what_they_time(ctx):
+    rng = np.random.default_rng()
+    effort = Effort.of(True)
+    reader = PassReader(ctx, 1 * MiB, rng)
+    try:
+        row = reader.measure(96 * KiB + 100, effort)
+        assert row["status"] == "ok" and row["gbps"] > 0 and row["size"] == reader.actual(96 * KiB + 100)
+        before = row["gbps"]
+        reader.again(row, effort)
+        assert row["rounds"] == 2 and row["gbps"] >= before
+        reader.b ^= 1  # the host now expects other words than the device holds
+        bad = reader.measure(64 * KiB, effort)
+        assert bad["status"] == "wrong result" and "work-item sums" in bad["error"]
+    finally:
+        reader.release()
+    chase = ChaseRig(ctx, 1 * MiB, rng, steps=512)
+    try:
+        row = chase.measure(256 * KiB, effort)
+        assert row["status"] == "ok" and row["latency_ns"] > 0 and row["steps"] == 512
+        chase.again(row, effort)
+        assert row["rounds"] == 2
+        chase.kernel = ctx.program(source=kernel_source("workingset.cl").replace(
+            "for (uint s = 0; s < steps; ++s)", "for (uint s = 1; s < steps; ++s)")).kernel("ws_chase")
+        bad = chase.measure(64 * KiB, effort)
+        assert bad["status"] == "wrong result" and "chase end position" in bad["error"]
+    finally:
+        chase.release()
