@@ -22,6 +22,13 @@ from typing import Any, Mapping, Sequence
 
 from .ktcache import parse_text
 
+# A search space that ships with pyclperf, so that searches can be replayed and compared on any
+# machine: a tiled SGEMM (benchmarks/kernels/sgemm_tiled.cl, 256^3) brute-forced on a CPU
+# OpenCL device (PoCL) by benchmarks/record_space.py, every configuration verified against NumPy
+# before it was timed. ``Recording(EXAMPLE).recorded_with`` says where, when and under which
+# restrictions it was recorded.
+EXAMPLE = Path(__file__).parent / "data" / "sgemm_pocl.json.gz"
+
 # Kernel Tuner's failure markers -> the status a replayed row carries.
 _FAILED = {"InvalidConfig": "skipped", "CompilationFailedConfig": "build failed",
            "RuntimeFailedConfig": "launch failed", "ErrorConfig": "invalid"}
@@ -91,6 +98,9 @@ class Recording:
             raise ValueError(f"replay: {self.path} is neither a Kernel Tuner cache nor a T4 "
                              "results file (no 'cache' with 'tune_params_keys', no 'results')")
         self.objective = "time"
+        # What pyclperf's own recordings say of themselves (benchmarks/record_space.py).
+        self.recorded_with: dict[str, Any] = dict(data.get("pyclperf_recording") or {}) \
+            if isinstance(data, dict) else {}
 
     # --- reading ------------------------------------------------------------------------------
     def _from_cache(self, data: Mapping[str, Any]) -> None:
