@@ -174,8 +174,9 @@ class Kernel(_core.Kernel):
         PoCL is this process's own heap (the interpreter may abort). ``pyclperf.run_kernel``
         and ``pyclperf.tune`` protect against that: arrays go into buffers padded to the
         launched range with a guard zone after them, a write past an array's end is reported
-        as ``out of bounds`` naming the argument, and ``tune(..., isolate=True)`` runs the
-        kernels in a worker process so that even a driver crash leaves the caller running.
+        as ``out of bounds`` naming the argument, and by default (``Execution(isolate=True)``)
+        ``tune`` runs the kernels in a worker process so that even a driver crash leaves the
+        caller running.
         """
         _run(self, global_size, local_size)
 

@@ -2,8 +2,8 @@
 
 PoCL runs clang inside clBuildProgram, and clang writes "N warnings generated." straight to file
 descriptor 2: a sweep would scatter one such line per configuration over the console, apart
-from the configuration it belongs to. In this process (tune(isolate=False)) the descriptor is
-pointed at a temporary file for the length of the build and what arrives is handed back. A
+from the configuration it belongs to. In this process (Execution(isolate=False)) the descriptor
+is pointed at a temporary file for the length of the build and what arrives is handed back. A
 worker process does not do this: its whole output already goes to a file its supervisor reads
 per configuration (tuner/supervisor.py), which also keeps a crashing compiler's last words.
 """

@@ -71,7 +71,7 @@ class Verify:
     """How outputs are checked: ``answer`` (parallel to args, None where unchecked),
     ``reference(config, *args)`` returning such a list, and/or ``verify(config, outputs)`` ->
     bool or (bool, why). Floats pass within ``atol + rtol * |want|`` (``atol`` defaults to
-    ``rtol`` times the answer's median |value|). Checked outputs are ``poison``-ed first
+    ``rtol`` times the answer's median ``|value|``). Checked outputs are ``poison``-ed first
     (True, False, or indices/names); ``inout`` arguments are restored before every launch."""
 
     answer: Sequence[Any] | None = None
