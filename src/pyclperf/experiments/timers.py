@@ -31,8 +31,9 @@ def timer_resolution(results: Results) -> Figure:
 
 class Timers(Sweep):
     id = "timers"
-    description = ("one copy kernel timed by the host clock and by events, sizes up to 64 Mi items, with"
-                   " the device's timer resolution (Guide 2.1; `--size` is the largest work-item count)")
+    description = ("one copy kernel timed by the host clock and by events, sizes up to 512 Mi items on"
+                   " a GPU (1 Mi on a CPU), with the device's timer resolution (Guide 2.1; `--size`"
+                   " is the largest work-item count)")
     order = 10
     title = "Event timing vs host clock (copy kernel)"
     x = "items"
@@ -51,8 +52,9 @@ class Timers(Sweep):
 
     def __init__(self, ctx: Any, sizes: Sequence[int] | None = None, local_size: int = DEFAULT_LOCAL_SIZE,
                  max_items: int | None = None) -> None:
-        """``sizes``: work-items per point; by default powers of 16 up to ``max_items`` (itself
-        included), or up to 64 Mi items on a GPU and 1 Mi on a CPU, within the device's memory."""
+        """``sizes``: work-items per point; by default those of 1 Ki, 16 Ki, 256 Ki, 4 Mi, 64 Mi
+        and 256 Mi below ``max_items``, and ``max_items`` itself (default 512 Mi on a GPU, 1 Mi on
+        a CPU), each within the device's memory."""
         super().__init__(ctx)
         self.local_size = positive(self.id, "work-group size", local_size)
         if sizes is None:
