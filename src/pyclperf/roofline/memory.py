@@ -134,7 +134,7 @@ def experiment_ceilings(ctx: Any, effort: Effort, nbytes: int) -> dict[str, Figu
                "event time")
         row, search = fastest_verified(exp, exp.points(), effort, lambda r: r["variant"])
         return from_row(row, "GB/s", how, bytes=nbytes, variant=row.get("variant"),
-                        shapes_tried=search)
+                        shape={"variant": row.get("variant")}, shapes_tried=search)
 
     out["dram_copy"] = guarded("GB/s", "vector experiment", copy)
     return out

@@ -52,14 +52,29 @@ def _stream(ctx: Any, op: str, nbytes: int, hints: Hints, effort: Effort, rng: n
     if hints.vector:  # a narrow kernel's width with the stream's items and layouts
         axes["vector"] = tuple(dict.fromkeys((*axes["vector"], 1, 2, 4)))
     rig = streams.StreamRig(ctx, nbytes, rng)
+    start_from = " from the shape of a kernel that beat the roof" if any(vars(hints).values()) else ""
     how = (f"kernels/ceilings.cl stream_{op} over {nbytes / (1 << 20):.3g} MiB ({what}), the fastest "
-           "verified of the launch shapes tried from the shape of a kernel that beat the roof; "
+           f"verified of the launch shapes tried{start_from}; "
            f"{streams.COUNTED[op]} / OpenCL event time of the fastest launch")
     try:
         return search.best_shape(start, axes, search.refused(lambda s: rig.probe(op, s)),
                                  lambda s: rig.figure(op, s, effort, how), "GB/s", how)
     finally:
         rig.release()
+
+
+def level_streams(ctx: Any, caches: list[dict[str, Any]], at: int, hints: Hints, effort: Effort,
+                  rng: np.random.Generator) -> Figure:
+    """The fastest of stream reads, copies and additions over a working set that cache level
+    ``at`` holds and the one before it does not: a level serves a copy or an addition (reads
+    and writes together) faster than a read alone, so the level's roof is the best of the three."""
+    level = caches[at]
+    below = 2 * int(caches[at - 1]["size_bytes"]) if at else 1 << 16
+    fits = max(below, min(int(hints.working_set or level["size_bytes"]), int(level["size_bytes"])))
+    tried = [_stream(ctx, op, max(1 << 16, fits // streams.MOVED[op] >> 16 << 16), hints,
+                     effort, rng, f"within {level['name']}") for op in ("read", "copy", "add")]
+    good = [f for f in tried if usable(f)]
+    return max(good, key=lambda f: f["value"]) if good else tried[0]
 
 
 def _new_figure(ctx: Any, profile: Any, roof: Any, hints: Hints, effort: Effort,
@@ -74,14 +89,8 @@ def _new_figure(ctx: Any, profile: Any, roof: Any, hints: Hints, effort: Effort,
         return profile.ceilings, name, _stream(ctx, op, nbytes, hints, effort, rng, "DRAM")
     if roof.kind == "cache":
         at = [i for i, c in enumerate(profile.caches) if c["name"] == roof.name][0]
-        level = profile.caches[at]
-        # A working set this level holds and the one before it does not (or it measures that one).
-        below = 2 * int(profile.caches[at - 1]["size_bytes"]) if at else 1 << 16
-        fits = max(below, min(int(hints.working_set or level["size_bytes"]), int(level["size_bytes"])))
-        tried = [_stream(ctx, op, max(1 << 16, fits // streams.MOVED[op] >> 16 << 16), hints,
-                         effort, rng, f"within {roof.name}") for op in ("read", "copy", "add")]
-        good = [f for f in tried if usable(f)]
-        return level, "read", max(good, key=lambda f: f["value"]) if good else tried[0]
+        return profile.caches[at], "read", level_streams(ctx, profile.caches, at, hints, effort,
+                                                         rng)
     if roof.kind == "local":
         rig = ceilings.LocalRig(ctx, effort, rng)
         gpu = bool(ctx.info.is_gpu)
