@@ -75,7 +75,8 @@ GPU_CHECK_WORKERS ?= 1
 GPU_CHECK_ARGS ?=
 gpu-check: $(if $(filter $(PY),$(VENV)/bin/python),install)
 	PYCLPERF_TEST_DEVICES=$(GPU_CHECK_DEVICES) $(PY) -m pytest -m device -p no:cacheprovider \
-	    --durations=15 $(if $(filter-out 1,$(GPU_CHECK_WORKERS)),-n $(GPU_CHECK_WORKERS)) $(GPU_CHECK_ARGS)
+	    --durations=15 $(if $(filter-out 1,$(GPU_CHECK_WORKERS)),-n $(GPU_CHECK_WORKERS) -p no:benchmark) \
+	    $(GPU_CHECK_ARGS)
 
 # JupyterLab on the notebooks (the `notebook` extra: installed into the venv on first use).
 lab: install

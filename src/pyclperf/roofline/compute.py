@@ -52,7 +52,7 @@ PRECISIONS = {p.name: p for p in (
 # work-items once the kernel has a loop of its own.
 WIDTHS = {  # (GPU?, quick?) -> precision -> widths
     (True, False): {"fp32": (1, 2, 4), "fp64": (1, 2), "fp16": (2, 4), "int32": (1, 2)},
-    (True, True): {"fp32": (1, 2), "fp64": (1,), "fp16": (2,), "int32": (1,)},
+    (True, True): {"fp32": (1, 2), "fp64": (1, 2), "fp16": (2, 4), "int32": (1, 2)},
     (False, False): {"fp32": (16, 8, 4), "fp64": (8, 4, 2), "fp16": (16, 8), "int32": (16, 8, 4)},
     (False, True): {"fp32": (16, 8), "fp64": (8, 4), "fp16": (16, 8), "int32": (16, 8)},
 }

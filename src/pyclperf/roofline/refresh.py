@@ -70,7 +70,11 @@ def level_streams(ctx: Any, caches: list[dict[str, Any]], at: int, hints: Hints,
     and writes together) faster than a read alone, so the level's roof is the best of the three."""
     level = caches[at]
     below = 2 * int(caches[at - 1]["size_bytes"]) if at else 1 << 16
-    fits = max(below, min(int(hints.working_set or level["size_bytes"]), int(level["size_bytes"])))
+    # The kernel's working set where one beat the roof, else a set well inside the level: a GPU's
+    # L2 is served fastest by the partition near the compute units (the H200's read curve steps
+    # inside its L2), where the read plateau was measured too.
+    inside = min(int(level["size_bytes"]) // 8, 8 << 20)
+    fits = max(below, min(int(hints.working_set or inside), int(level["size_bytes"])))
     tried = [_stream(ctx, op, max(1 << 16, fits // streams.MOVED[op] >> 16 << 16), hints,
                      effort, rng, f"within {level['name']}") for op in ("read", "copy", "add")]
     good = [f for f in tried if usable(f)]
