@@ -27,7 +27,7 @@ PROBE_LAUNCHES = 3
 # (GPU?, quick?) -> where the search starts and the values it tries per axis.
 LOCAL_START = {True: {"lanes": 1, "local_size": 256}, False: {"lanes": 16, "local_size": 64}}
 LOCAL_AXES = {
-    (True, True): {"lanes": (1,)}, (True, False): {"lanes": (1, 4)},
+    (True, True): {"lanes": (1, 4)}, (True, False): {"lanes": (1, 4)},
     (False, True): {"lanes": (4, 16)}, (False, False): {"lanes": (4, 16), "local_size": (16, 64, 256)},
 }
 

@@ -272,30 +272,9 @@ def _caches(ctx: Any, effort: Effort, found: dict[str, Any]) -> None:
     """The cache levels and curves into ``found``, with the DRAM load latency."""
     swept = (sweep if ctx.info.is_gpu else cpusweep).caches(ctx, effort)
     found["caches"], found["curves"] = swept["levels"], swept["curves"]
-    if ctx.info.is_gpu:  # a CPU's sweep holds its levels' stream figures already
-        _stream_roofs(ctx, effort, found["caches"])
     found["ceilings"]["dram_latency"] = swept["dram_latency"]
     if "os" in swept:
         found["os"] = swept["os"]
-
-
-def _stream_roofs(ctx: Any, effort: Effort, caches: list[dict[str, Any]]) -> None:
-    """Each GPU level's read figure raised to the best of stream reads, copies and additions
-    inside it, where that is higher: the read curve's knees find the level, but a copy through
-    it (reads and writes at once) outruns a read alone (seen on the H200: a copy through L2 at
-    1.22x the read plateau), and a roof must be a ceiling."""
-    import numpy as np
-
-    from .record import usable
-    from .refresh import Hints, level_streams
-
-    rng = np.random.default_rng()
-    for at, level in enumerate(caches):
-        if not usable(level.get("read") or {}):
-            continue
-        fig = level_streams(ctx, caches, at, Hints(), effort, rng)
-        if usable(fig) and fig["value"] > level["read"]["value"]:
-            level["read"] = {**fig, "read_plateau": level["read"]["value"]}
 
 
 def profile(ctx: Any = None, *, quick: bool = False, refresh: bool = False,
