@@ -49,8 +49,9 @@ class Entry:
 
 _LOCAL = ("neighbor", "restart", "order", "randomize")
 STRATEGIES: dict[str, Entry] = {
-    "auto": Entry("auto", "brute force where the space fits the budget, else pyclperf's "
-                  "model-guided search (search/auto.py)", ("model",)),
+    "auto": Entry("auto", "every configuration where the space fits the budget, else a Gaussian "
+                  "process ranking candidates by expected improvement in local, recombined and "
+                  "global regions (search/auto.py); several objectives: NSGA-II"),
     "brute_force": Entry("basic", "every configuration, in order"),
     "random_sample": Entry("basic", "a seeded random sample, `fraction` of the space",
                            ("fraction",)),

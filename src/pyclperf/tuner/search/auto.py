@@ -1,11 +1,149 @@
-"""strategy="auto": brute force where the space fits the budget, else a model-guided search."""
+"""strategy="auto": every configuration where the space fits the budget, else a model-guided
+search whose design was chosen on the benchmark hub's brute-forced spaces
+(benchmarks/strategies.py; the table is in benchmarks/RESULTS.md).
+
+GPU tuning spaces are products of a few small, mostly ordinal parameters with strong
+interactions and isolated needles (on the hub's A100 convolution space one configuration of
+4,201 is within 5% of the fastest). A model over the whole space finds the right region soon but
+then spends its budget exploring; a local or evolutionary search needs many evaluations to get
+there. So one model, a Gaussian process on log-time (search/gp_pool.py), ranks candidates by
+expected improvement, but each step first narrows them to one region, chosen at random:
+
+* local (40%): the smallest Hamming ball around the best configuration so far that holds
+  unevaluated ones (radius 1, then 2, 3, ...): a model-ordered neighbourhood descent, which finds
+  a needle next to a good configuration;
+* recombination (30%): configurations whose every value (or an index neighbour of it) is one of
+  the four best configurations': a model-ranked crossover of the elite;
+* another basin (15%): the Hamming ball around the best of another niche (a good configuration
+  at least two parameters from the better ones), so a second basin stays alive against a trap;
+* global (15%): every unevaluated configuration.
+
+It starts from 12 configurations drawn with balanced value counts per parameter (a maximin
+design in index space picks corners, usually poor block sizes). The model's hyperparameters are
+refitted every 5 evaluations up to 40, then each time the evaluations grow by 30%; in between
+an evaluation extends the model by one row. The search does not depend on the budget: a run of
+100 is the first 100 of a run of 400. The candidates are the allowed configurations where they
+can be listed (search/pool.py), else a seeded sample of them. Several objectives: Optuna's
+NSGA-II (search/optuna_family.py).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import random
+from typing import Any, Generator, Mapping
+
+import numpy as np
 
 from ..searchspace import Space
 from .base import BruteForce
+from .gp_pool import PoolGP, log_targets
+from .pool import pooled
+from .stepwise import Stepwise
+
+# The model's share of each region's steps (the rest are global), the elite and niche sizes,
+# and the refit schedule, as measured on the hub's spaces.
+LOCAL, RECOMBINE, NICHE = 0.40, 0.30, 0.15
+START, ELITE, LEADERS, NICHE_DISTANCE = 12, 4, 3, 2
+REFIT_EVERY, REFIT_FAST_UNTIL, REFIT_GROWTH = 5, 40, 1.3
+# Evaluations one model run plans for when no budget is given (a time limit alone): the search
+# starts again, its model refitted from what is known, each time it has spent them.
+UNBOUNDED = 1000
+
+
+def balanced_start(X: np.ndarray, sizes: np.ndarray, n: int, rng: np.random.Generator,
+                   draw: int = 64) -> list[int]:
+    """``n`` rows, each the one of a random draw whose values were used least so far."""
+    N, D = X.shape
+    used = [np.zeros(int(k)) for k in sizes]
+    chosen: list[int] = []
+    for _ in range(min(n, N)):
+        pick = rng.choice(N, min(draw, N), replace=False)
+        score = sum(used[d][X[pick, d]] for d in range(D)) + 0.5 * rng.random(len(pick))
+        score[np.isin(pick, chosen)] = np.inf
+        j = int(pick[np.argmin(score)])
+        chosen.append(j)
+        for d in range(D):
+            used[d][X[j, d]] += 1
+    return chosen
+
+
+def program(X: np.ndarray, sizes: np.ndarray, pyrng: random.Random, budget: int
+            ) -> Generator[int, Any, None]:
+    """The search over the rows of ``X`` (value indices of the candidates), yielding the row to
+    evaluate next and receiving its objective (None where it failed)."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(pyrng.getrandbits(64))
+    X, sizes = np.asarray(X), np.asarray(sizes)
+    N, D = X.shape
+    budget = min(budget, N)
+    Z = X / np.maximum(sizes - 1, 1)
+    done = np.zeros(N, dtype=bool)
+    rows: list[int] = []
+    values: list[Any] = []
+
+    def told(i: int, v: Any) -> None:
+        done[i] = True
+        rows.append(i)
+        values.append(v)
+
+    for i in balanced_start(X, sizes, min(START, budget), rng):
+        told(i, (yield i))
+    gp: PoolGP | None = None
+    fitted = 0
+    while len(rows) < budget:
+        if sum(v is not None for v in values) < 2:   # nothing to model yet
+            i = int(rng.choice(np.flatnonzero(~done)))
+            told(i, (yield i))
+            continue
+        y = log_targets(values)
+        n = len(rows)
+        if gp is None or (n < REFIT_FAST_UNTIL and n - fitted >= REFIT_EVERY) \
+                or (n >= REFIT_FAST_UNTIL and n >= fitted * REFIT_GROWTH):
+            fitted = n
+            gp = PoolGP(Z, cap=budget + 1, theta=None if gp is None else gp.theta)
+            gp.refit(rows, y)
+        else:
+            for j in rows[len(gp.rows):]:
+                gp.add(j)
+        mu, sd = gp.predict(y)
+        cand = ~done
+        order = np.argsort(y)
+        seen = np.array(rows)
+        u = rng.random()
+        if u < LOCAL or u >= 1 - NICHE:
+            centre = seen[order[0]]
+            if u >= 1 - NICHE:                          # the leader of another niche
+                leaders = [seen[order[0]]]
+                for j in order[1:]:
+                    if len(leaders) >= LEADERS:
+                        break
+                    if min((X[seen[j]] != X[c]).sum() for c in leaders) >= NICHE_DISTANCE:
+                        leaders.append(seen[j])
+                if len(leaders) > 1:
+                    centre = leaders[rng.integers(1, len(leaders))]
+            distance = (X != X[centre]).sum(1)
+            for radius in range(1, D + 1):              # the smallest ball with unevaluated rows
+                ball = cand & (distance <= radius)
+                if ball.any():
+                    cand = ball
+                    break
+        elif u < LOCAL + RECOMBINE:
+            elite = X[seen[order[:ELITE]]]
+            near = np.ones(N, dtype=bool)
+            for d in range(D):                          # the elite's values and their neighbours
+                vals = np.unique(elite[:, d])
+                vals = np.unique(np.clip(np.r_[vals - 1, vals, vals + 1], 0, sizes[d] - 1))
+                near &= np.isin(X[:, d], vals)
+            if (cand & near).any():
+                cand = cand & near
+        picks = np.flatnonzero(cand)
+        m, s = mu[picks], sd[picks]
+        best = y.min()
+        z = (best - m) / s
+        improvement = (best - m) * norm.cdf(z) + s * norm.pdf(z)
+        i = int(picks[np.argmax(improvement)])
+        told(i, (yield i))
 
 
 def make(space: Space, seed: int | None, opts: Mapping[str, Any], max_fevals: int | None,
@@ -15,7 +153,16 @@ def make(space: Space, seed: int | None, opts: Mapping[str, Any], max_fevals: in
         s = BruteForce(space)
         s.algorithm = "auto: every configuration (the space fits the budget)"
         return s
-    from . import optuna_family
-    s = optuna_family.make("tpe" if objectives == 1 else "nsga2", space, seed, {}, objectives)
-    s.algorithm = f"auto: {s.algorithm}"
-    return s
+    if objectives > 1:
+        from . import optuna_family
+
+        s = optuna_family.make("nsga2", space, seed, {}, objectives)
+        s.algorithm = f"auto: {s.algorithm} (several objectives)"
+        return s
+    from .scipy_family import import_scipy_optimize
+
+    import_scipy_optimize()                             # the model needs SciPy: say so now
+    budget = max_fevals if max_fevals is not None else UNBOUNDED
+    return Stepwise(space, pooled(program, budget), seed=seed,
+                    algorithm="auto: a Gaussian process over the configurations, expected "
+                              "improvement in local, recombined and global regions")

@@ -90,6 +90,27 @@ class Encoding:
                                 if value_key(w) == value_key(v)))
         return tuple(out)
 
+    def matrix(self, ids: np.ndarray) -> np.ndarray:
+        """The index vectors of many configurations at once (one row each), from their ids:
+        digit arithmetic over the product where the space numbers its product, else one by one."""
+        ids = np.asarray(ids, dtype=np.int64)
+        digits = getattr(self.space, "_digits", None)
+        if digits is None or type(self.space).__name__ != "Space":
+            rows = [self.indices(self.space.config(int(i))) for i in ids]
+            return np.array(rows, dtype=np.int64).reshape(len(ids), self.ndim)
+        out = np.empty((len(ids), self.ndim), dtype=np.int64)
+        for col, k in enumerate(self.dims):
+            stride, radix = digits[k]
+            table = self._index[col]
+            # product position -> level index (levels are sorted values; a value may repeat)
+            # (-1 for a value no allowed configuration takes: no allowed id has it)
+            to_level = np.array([table.get(value_key(v), -1) if table is not None else
+                                 next((j for j, w in enumerate(self.levels[k])
+                                       if value_key(w) == value_key(v)), -1)
+                                 for v in self.space.values[k]], dtype=np.int64)
+            out[:, col] = to_level[(ids // stride) % radix]
+        return out
+
     def random_indices(self, rng: random.Random) -> tuple[int, ...]:
         return tuple(rng.randrange(int(n)) for n in self.sizes)
 

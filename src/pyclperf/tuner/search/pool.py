@@ -17,34 +17,37 @@ import numpy as np
 
 from .stepwise import Program, Stepwise
 
-# Largest allowed set listed whole; a larger (or uncounted) space is searched over a sample.
-POOL_LIMIT = 200_000
-SAMPLE = 50_000
+# The model keeps (budget + 1) numbers per candidate: at most this many in all (64 MB), so a
+# space whose allowed set is larger than that allows is searched over a seeded sample of it.
+CELLS = 8_000_000
+# A space too large to count is searched over a sample of this many allowed configurations.
+SAMPLE = 8_000
 
 RowProgram = Callable[[np.ndarray, np.ndarray, random.Random, int], Generator[int, Any, None]]
 
 
-def pool(s: Stepwise, rng: random.Random) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, X) of the configurations to search among."""
+def pool(s: Stepwise, rng: random.Random, budget: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, X) of the configurations to search among: the allowed set, or a sample of it."""
     ids = s.space.allowed_ids
-    if ids is not None and len(ids) <= POOL_LIMIT:
+    most = max(1000, CELLS // (budget + 1))
+    if ids is not None and len(ids) <= most:
         chosen = np.fromiter(ids, dtype=np.int64, count=len(ids))
     else:
         walk = s.space.shuffled(rng)
-        chosen = np.fromiter((i for _, i in zip(range(SAMPLE), walk)), dtype=np.int64)
-    enc = s.encoding
-    X = np.array([enc.indices(s.space.config(int(i))) for i in chosen], dtype=np.int64)
-    return chosen, X.reshape(len(chosen), enc.ndim)
+        want = most if ids is not None else min(most, SAMPLE)
+        chosen = np.fromiter((i for _, i in zip(range(want), walk)), dtype=np.int64)
+    return chosen, s.encoding.matrix(chosen)
 
 
 def pooled(program: RowProgram, budget: int | None) -> Callable[[Stepwise, random.Random], Program]:
     """A Stepwise program from ``program(X, sizes, rng, budget)``, which yields rows of X."""
 
     def run(s: Stepwise, rng: random.Random) -> Program:
-        ids, X = pool(s, rng)
+        plan = 1000 if budget is None else budget
+        ids, X = pool(s, rng, plan)
         if len(ids) == 0:
             return
-        left = len(ids) if budget is None else min(budget, len(ids))
+        left = min(plan, len(ids))
         gen = program(X, s.encoding.sizes.copy(), rng, left)
         try:
             row = next(gen)

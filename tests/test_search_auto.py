@@ -1,0 +1,75 @@
+"""strategy="auto": brute force where the space fits the budget, else the model-guided search;
+what it promises (budget-independent, seeded, no repeats) and that it searches better than
+random sampling on a recorded space (the one pyclperf ships, replayed)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import pyclperf
+from pyclperf.tuner.recording import EXAMPLE, Recording
+from pyclperf.tuner.restrictions import compile_restrictions
+from pyclperf.tuner.searchspace import Space
+from pyclperf.tuner.strategies import make_strategy
+
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("optuna", "scipy", "nevergrad")),
+    reason='the model-guided search needs the tune extra (pip install "pyclperf[tune]")')
+REC = Recording(EXAMPLE)
+QUIET = pyclperf.Execution(progress=False)
+
+
+def replay(strategy: str, budget: int, seed: int) -> list[float]:
+    res = pyclperf.tune("", "sgemm", REC.problem_size, [], REC.tune_params,
+                        restrictions=REC.recorded_with["restrictions"], replay=EXAMPLE,
+                        search=pyclperf.Search(strategy, max_fevals=budget, seed=seed),
+                        execution=QUIET)
+    assert len({r["config"] for r in res.rows}) == len(res.rows) == budget
+    return [r["time_ms"] for r in res.rows]
+
+
+def test_a_space_that_fits_the_budget_is_walked_whole() -> None:
+    space = Space({"x": [1, 2, 3], "y": [4, 5]})
+    s = make_strategy("auto", space, max_fevals=10)
+    assert "every configuration" in s.algorithm
+    s = make_strategy("auto", space)
+    assert "every configuration" in s.algorithm
+    s = make_strategy("auto", space, max_fevals=3)
+    assert "Gaussian process" in s.algorithm
+    s.close()
+
+
+def test_a_shorter_search_is_the_start_of_a_longer_one() -> None:
+    """The search does not plan by its budget: 30 evaluations are the first 30 of 80."""
+    assert replay("auto", 30, 4) == replay("auto", 80, 4)[:30]
+    assert replay("auto", 30, 4) != replay("auto", 30, 5)
+
+
+def test_it_finds_faster_configurations_than_random_sampling() -> None:
+    """Over 6 seeds at 60 evaluations (6% of the recorded space): the median best time auto
+    finds is faster than random sampling's, and its worst run no slower than random's median."""
+    optimum = min(e.time_ms for e in REC.entries.values())
+    ours = [optimum / min(replay("auto", 60, s)) for s in range(6)]
+    theirs = [optimum / min(replay("random_sample", 60, s)) for s in range(6)]
+    assert np.median(ours) > np.median(theirs)
+    assert min(ours) >= np.median(theirs) * 0.9
+
+
+def test_a_space_too_large_to_list_is_searched_over_a_sample() -> None:
+    params = {f"p{i}": list(range(12)) for i in range(8)}            # 4.3e8 configurations
+    space = Space(params, compile_restrictions(["p0 + p1 < 20"], list(params)))
+    s = make_strategy("auto", space, seed=1, max_fevals=30)
+    got = []
+    while (c := s.ask()) is not None:
+        got.append(c)
+        s.tell(c, float(sum((v - 6) ** 2 for v in c.values())) + 1.0)
+    s.close()
+    assert len(got) == 30 and len({tuple(c.values()) for c in got}) == 30
+    assert all(c["p0"] + c["p1"] < 20 for c in got)
+    # the model steers towards the bowl's centre after its start
+    start, rest = got[:12], got[12:]
+    dist = lambda c: sum((v - 6) ** 2 for v in c.values())   # noqa: E731
+    assert np.median([dist(c) for c in rest]) < np.median([dist(c) for c in start])
