@@ -80,6 +80,9 @@ KT = ["random_sample", "genetic_algorithm", "simulated_annealing", "pso", "diff_
       "bayes_opt"]
 # Kernel Tuner strategies whose schedule depends on max_fevals: run once per budget.
 KT_BUDGET_AWARE = {"simulated_annealing", "dual_annealing"}
+# pyclperf's: auto decides by its budget whether to walk the space, so it runs once per budget;
+# the others plan nothing by it and run once at the largest, read at each smaller one.
+OURS_BUDGET_AWARE = {"auto"}
 # Kernel Tuner's bayes_opt refits a Gaussian process over the whole space per evaluation: tens
 # of seconds a run at 100 evaluations on these spaces, so it runs up to this budget only.
 KT_SLOW_CAP = {"bayes_opt": 100}
@@ -240,6 +243,14 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                   file=sys.stderr)
             have_kt = False
     runs: list[dict[str, Any]] = []
+    # Kernel Tuner's replays from an earlier run of this script (or its records in this format):
+    # seeded, so the same call gives the same trajectory, and they need not be computed again.
+    reuse: dict[tuple, dict[str, Any]] = {}
+    for path in args.reuse or []:
+        for line in open(path):
+            r = json.loads(line)
+            if r.get("tool") == "kernel_tuner" and "traj" in r:
+                reuse[(r["space"], r["strategy"], r["budget"], r["seed"], r["anytime"])] = r
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = open(out / "runs.jsonl", "w")
@@ -263,9 +274,13 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         for strategy in args.ours:
             started = time.perf_counter()
             for seed in range(args.seeds):
-                for b in space_budgets:
-                    traj, wall = ours(space, strategy, b, seed)
-                    record("pyclperf", strategy, b, seed, traj, wall, False)
+                if strategy in OURS_BUDGET_AWARE:
+                    for b in space_budgets:
+                        traj, wall = ours(space, strategy, b, seed)
+                        record("pyclperf", strategy, b, seed, traj, wall, False)
+                else:
+                    traj, wall = ours(space, strategy, max(space_budgets), seed)
+                    record("pyclperf", strategy, max(space_budgets), seed, traj, wall, True)
             print(f"  pyclperf {strategy}: {time.perf_counter() - started:.1f} s", flush=True)
         if not have_kt:
             continue
@@ -275,13 +290,14 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             cap = min(KT_SLOW_CAP.get(strategy, top), top)
             own = [b for b in space_budgets if b <= cap]
             for seed in range(args.seeds):
-                if strategy in KT_BUDGET_AWARE:
-                    for b in own:
+                plan = [(b, False) for b in own] if strategy in KT_BUDGET_AWARE else [(max(own), True)]
+                for b, anytime in plan:
+                    key = (name, strategy, b, seed, anytime)
+                    if key in reuse:             # a replay is deterministic: run once, kept
+                        traj, wall = reuse[key]["traj"], reuse[key]["wall_s"]
+                    else:
                         traj, wall = theirs(space, cache, strategy, b, seed)
-                        record("kernel_tuner", strategy, b, seed, traj, wall, False)
-                else:
-                    traj, wall = theirs(space, cache, strategy, max(own), seed)
-                    record("kernel_tuner", strategy, max(own), seed, traj, wall, True)
+                    record("kernel_tuner", strategy, b, seed, traj, wall, anytime)
             print(f"  kernel_tuner {strategy}: {time.perf_counter() - started:.1f} s", flush=True)
     log.close()
     return runs
@@ -299,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kt", nargs="+", default=KT,
                    help="Kernel Tuner's strategies to run ('none': none)")
     p.add_argument("--out", default="results/strategies")
+    p.add_argument("--reuse", nargs="*", default=None, metavar="RUNS",
+                   help="runs.jsonl files of earlier runs whose Kernel Tuner replays are taken "
+                        "instead of computed again (seeded replays give the same trajectories)")
     p.add_argument("--replot", action="store_true", help="report --out's runs.jsonl again")
     args = p.parse_args(argv)
     if args.replot:
