@@ -86,7 +86,8 @@ lab: install
 # The core and bindings built with AddressSanitizer + UndefinedBehaviorSanitizer into their own
 # folder (the venv keeps the normal build), then the test suite run against that build. Leak
 # detection is off: CPython and PoCL keep allocations to exit by design. Any sanitizer report
-# aborts the run.
+# aborts the run. A refused allocation returns NULL, as without the sanitizer, so a worker past its
+# memory ceiling (tuner/ceiling.py) fails the way the tests expect instead of aborting.
 ASAN_SITE := build/asan-site
 # Tests that orchestrate other processes (notebooks, the guide, Dask workers, the wheel sandbox,
 # the Oclgrind children of memory checks) are left out here: the preloaded sanitizer follows
@@ -101,7 +102,7 @@ sanitize: install
 	    -C cmake.define.PYCLPERF_SANITIZE=ON -C cmake.build-type=RelWithDebInfo -C build-dir=build/asan .
 	PYTHONPATH=$(ASAN_SITE) \
 	LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libubsan.so)" \
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	PYCLPERF_SANITIZED=1 $(PY) -m pytest -p no:cacheprovider $(SANITIZE_TESTS)
 

@@ -13,6 +13,10 @@ too (a quarter of it is its largest allocation), so a buffer past it is refused 
 limit. A refusal becomes the configuration's ``out of memory`` status (OUT_OF_MEMORY), and the
 worker that ran it is replaced.
 
+Under AddressSanitizer (make sanitize) the shadow memory the sanitizer maps as the process starts
+counts as data too, tens of TiB of it with nothing behind it, so there the ceiling is taken on
+top of what is mapped when the worker sets it.
+
 By default the ceiling is DEFAULT_SHARE of the memory this machine has available when the worker
 starts (MemAvailable), at least FLOOR; ``memory_limit=`` sets it.
 """
@@ -98,12 +102,27 @@ def apply(limit: int | None) -> None:
         import resource
 
         _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        total = limit + sanitizer_shadow()
         if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+            total = min(total, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (total, total))
     except (ImportError, AttributeError, OSError, ValueError):
         return
-    applied = int(limit)
+    applied = int(min(limit, total))
+
+
+def sanitizer_shadow() -> int:
+    """The data mapped so far by this process where AddressSanitizer runs in it (its shadow
+    memory counts against RLIMIT_DATA), else 0."""
+    try:
+        if "libasan" not in Path("/proc/self/maps").read_text():
+            return 0
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def ran_out(text: str) -> bool:
