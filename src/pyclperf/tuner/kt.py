@@ -252,35 +252,19 @@ def tune_kernel(kernel_name: str, kernel_source: Any, problem_size: Any, argumen
         if not cache.endswith(".json") and not (simulating and os.path.isfile(cache)):
             cache += ".json"
     kt_metrics = _metrics(metrics, names)
+    # What a replay and a measured run both take, as tune()'s flat names.
+    search = dict(restrictions=_restrictions(restrictions, names), metrics=kt_metrics,
+                  strategy=strategy, strategy_options=opts or None, max_fevals=max_fevals,
+                  time_limit=time_limit, seed=seed, progress=False if quiet else None,
+                  objective=goal, objective_higher_is_better=higher)
     if simulating:
-        res = tune(
-            "",
-            kernel_name,
-            problem_size,
-            [],
-            dict(tune_params),
-            **from_flat(
-                dict(
-                    restrictions=_restrictions(restrictions, names),
-                    metrics=kt_metrics,
-                    strategy=strategy,
-                    strategy_options=opts or None,
-                    max_fevals=max_fevals,
-                    time_limit=time_limit,
-                    seed=seed,
-                    progress=False if quiet else None,
-                    replay=cache,
-                    objective=goal,
-                    objective_higher_is_better=higher,
-                )
-            ),
-        )
+        res = tune("", kernel_name, problem_size, [], dict(tune_params),
+                   **from_flat(dict(search, replay=cache)))
     else:
         res = _measure(kernel_name, kernel_source, problem_size, arguments, tune_params,
-                       grid_div_x, grid_div_y, grid_div_z, restrictions, answer, atol, verify,
-                       device, platform, compiler_options, iterations, block_size_names, quiet,
-                       strategy, opts, cache, kt_metrics, max_fevals, time_limit, seed, goal,
-                       higher, names)
+                       grid_div_x, grid_div_y, grid_div_z, answer, atol, verify, device,
+                       platform, compiler_options, iterations, block_size_names,
+                       dict(search, cache=cache))
     results = _kt_results(res, names, list(metrics or ()))
     first = goal if isinstance(goal, str) else goal[0]
     first_higher = higher if isinstance(higher, bool) else bool(higher and higher[0])
@@ -306,11 +290,9 @@ def _objectives(objective: Any, higher: Any, objectives: Any) -> tuple[Any, Any]
 
 def _measure(kernel_name: str, kernel_source: Any, problem_size: Any, arguments: list,
              tune_params: Mapping[str, Any], grid_div_x: Any, grid_div_y: Any, grid_div_z: Any,
-             restrictions: Any, answer: Any, atol: float, verify: Any, device: int,
-             platform: int, compiler_options: Any, iterations: int, block_size_names: Any,
-             quiet: bool, strategy: str, opts: dict[str, Any], cache: Any, kt_metrics: Any,
-             max_fevals: Any, time_limit: Any, seed: Any, goal: Any, higher: Any,
-             names: list[str]) -> Any:
+             answer: Any, atol: float, verify: Any, device: int, platform: int,
+             compiler_options: Any, iterations: int, block_size_names: Any,
+             search: dict[str, Any]) -> Any:
     """tune_kernel on the device: the KT arguments as tune()'s keywords."""
     return tune(
         _source(kernel_source),
@@ -321,7 +303,6 @@ def _measure(kernel_name: str, kernel_source: Any, problem_size: Any, arguments:
         **from_flat(
             dict(
                 ctx=_context(platform, device),
-                restrictions=_restrictions(restrictions, names),
                 compiler_options=list(compiler_options) if compiler_options else "",
                 grid_div_x=grid_div_x,
                 grid_div_y=grid_div_y,
@@ -330,17 +311,8 @@ def _measure(kernel_name: str, kernel_source: Any, problem_size: Any, arguments:
                 answer=None if verify is not None else answer,
                 verify=_verify(verify, answer, atol),
                 atol=atol,
-                metrics=kt_metrics,
                 iterations=iterations,
-                strategy=strategy,
-                strategy_options=opts or None,
-                max_fevals=max_fevals,
-                time_limit=time_limit,
-                seed=seed,
-                cache=cache,
-                progress=False if quiet else None,
-                objective=goal,
-                objective_higher_is_better=higher,
+                **search,
             )
         ),
     )
