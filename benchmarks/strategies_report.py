@@ -192,6 +192,8 @@ def _figure(runs: list[dict[str, Any]], by_space: dict[str, list[Key]], path: Pa
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=6, fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    # Room under the axes for the legend's rows (about 0.16 inch each), whatever the grid's height.
+    legend_in = 0.25 + 0.16 * -(-len(labels) // 6)
+    fig.tight_layout(rect=(0, legend_in / fig.get_figheight(), 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
