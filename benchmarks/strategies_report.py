@@ -128,7 +128,9 @@ def report(runs: list[dict[str, Any]], out: Path, budgets: list[int]) -> str:
                 med = max(have, key=lambda h: h[0][0])
                 p10 = max(have, key=lambda h: h[0][1])
                 cells.append(f"{med[0][0]:.2f} ({med[1]}) / {p10[0][1]:.2f} ({p10[1]})")
-            lines.append("| **Kernel Tuner's best** | " + " | ".join(cells) + " | |")
+            scored = [(sc[k], k[2]) for k in kt if k in sc]
+            best = f"{max(scored)[0]:.3f} ({max(scored)[1]})" if scored else ""
+            lines.append("| **Kernel Tuner's best** | " + " | ".join(cells) + f" | {best} |")
         for k in sorted(keys, key=lambda k: (k[1] != "pyclperf", k[2])):
             if k[1] == "pyclperf" and k[2] == "auto":
                 continue
@@ -136,6 +138,7 @@ def report(runs: list[dict[str, Any]], out: Path, budgets: list[int]) -> str:
             cells = [f"{stats(fr[k][b])[0]:.2f} / {stats(fr[k][b])[1]:.2f}" if fr[k].get(b)
                      else "" for b in budgets]
             lines.append(f"| {tool} {k[2]} | " + " | ".join(cells) + f" | {_score(sc, k)} |")
+    lines[:0] = _summary(fr, sc, budgets, by_space)
     walls = collections.defaultdict(list)
     for r in runs:
         if r["budget"] == 100 and not r["anytime"]:
@@ -148,6 +151,44 @@ def report(runs: list[dict[str, Any]], out: Path, budgets: list[int]) -> str:
     (out / "table.md").write_text(text + "\n")
     _figure(runs, by_space, out / "convergence.png", max(budgets))
     return text
+
+
+def _summary(fr: dict[Key, Any], sc: dict[Key, float], budgets: list[int],
+             by_space: dict[str, list[Key]]) -> list[str]:
+    """How often auto reaches Kernel Tuner's best strategy of each cell (the best of all its
+    strategies, chosen per space, budget and statistic), and every strategy's mean score."""
+    lines = []
+    cells = met_median = met_p10 = 0
+    for space, keys in by_space.items():
+        auto = (space, "pyclperf", "auto")
+        kt = [k for k in keys if k[1] == "kernel_tuner"]
+        for b in budgets:
+            have = [stats(fr[k][b]) for k in kt if fr[k].get(b)]
+            if auto not in fr or not fr[auto].get(b) or not have:
+                continue
+            mine = stats(fr[auto][b])
+            cells += 1
+            met_median += mine[0] >= max(h[0] for h in have) - 1e-9
+            met_p10 += mine[1] >= max(h[1] for h in have) - 1e-9
+    if cells:
+        lines.append(f"pyclperf auto at least Kernel Tuner's best strategy of the cell: median in "
+                     f"{met_median} of {cells} (space, budget) cells, 10th percentile in "
+                     f"{met_p10} of {cells}.\n")
+    per: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+    for (space, tool, strategy), value in sc.items():
+        per[(tool, strategy)].append(value)
+    spaces = len(by_space)
+    ranked = sorted(((float(np.mean(v)), t, s) for (t, s), v in per.items() if len(v) == spaces),
+                    reverse=True)
+    if ranked:
+        lines.append(f"Mean score over the {spaces} spaces (autotuning-methodology; 0 is random "
+                     "search, 1 the optimum from the first evaluation):\n")
+        lines.append("| strategy | mean score |")
+        lines.append("| --- | --- |")
+        for value, tool, strategy in ranked:
+            name = f"pyclperf {strategy}" if tool == "pyclperf" else f"KT {strategy}"
+            lines.append(f"| {name} | {value:.3f} |")
+    return lines
 
 
 def _score(sc: dict[Key, float], k: Key) -> str:
