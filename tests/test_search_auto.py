@@ -73,3 +73,40 @@ def test_a_space_too_large_to_list_is_searched_over_a_sample() -> None:
     start, rest = got[:12], got[12:]
     dist = lambda c: sum((v - 6) ** 2 for v in c.values())   # noqa: E731
     assert np.median([dist(c) for c in rest]) < np.median([dist(c) for c in start])
+
+
+def test_the_model_runs_blas_on_one_thread_and_gives_the_rest_back(monkeypatch) -> None:
+    """Between asks a pooled program (auto's model) runs with BLAS on one thread; the caller's
+    code in between (a reference, a verification) keeps every thread."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from pyclperf.tuner.search import auto
+
+    seen: list[tuple[int, ...]] = []
+    real = auto.program
+
+    def watched(*args):
+        gen = real(*args)
+        value = None
+        while True:
+            seen.append(tuple(i["num_threads"] for i in threadpoolctl.threadpool_info()
+                              if i["user_api"] == "blas"))
+            try:
+                value = yield gen.send(value)
+            except StopIteration:
+                return
+
+    monkeypatch.setattr(auto, "program", watched)
+    import scipy.linalg  # noqa: F401  (every BLAS the model uses, loaded before counting)
+
+    before = {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"}
+    if before == {1}:
+        pytest.skip("BLAS runs on one thread here already: nothing to tell apart")
+    space = Space(REC.tune_params, compile_restrictions(REC.recorded_with["restrictions"],
+                                                        list(REC.tune_params)))
+    s = make_strategy("auto", space, max_fevals=16, seed=3)
+    for _ in range(16):
+        config = s.ask()
+        assert {i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"} == before
+        s.tell(config, float(hash(tuple(config.values())) % 97 + 1))
+    assert len(seen) == 16 and all(t and set(t) == {1} for t in seen)

@@ -10,6 +10,7 @@ objectives.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from typing import Any, Callable, Generator
 
@@ -22,6 +23,26 @@ from .stepwise import Program, Stepwise
 CELLS = 8_000_000
 # A space too large to count is searched over a sample of this many allowed configurations.
 SAMPLE = 8_000
+
+_blas: Any = None
+
+
+def one_blas_thread() -> Any:
+    """A context in which BLAS runs on one thread (threadpoolctl's, where it is installed). A
+    model's matrices here are a few hundred rows at most: BLAS's threads cost more than they
+    give there, three times the time on a busy machine (the tuner's own work beside it)."""
+    global _blas
+    if _blas is None:
+        try:
+            import numpy.linalg  # noqa: F401  (BLAS loaded, so the controller finds it)
+            import scipy.linalg  # noqa: F401
+            from threadpoolctl import ThreadpoolController
+
+            _blas = ThreadpoolController()
+        except ImportError:
+            _blas = False
+    return contextlib.nullcontext() if _blas is False else _blas.limit(limits=1, user_api="blas")
+
 
 RowProgram = Callable[[np.ndarray, np.ndarray, random.Random, int], Generator[int, Any, None]]
 
@@ -50,10 +71,12 @@ def pooled(program: RowProgram, budget: int | None) -> Callable[[Stepwise, rando
         left = min(plan, len(ids))
         gen = program(X, s.encoding.sizes.copy(), rng, left)
         try:
-            row = next(gen)
+            with one_blas_thread():     # the program's work, not the caller's between asks
+                row = next(gen)
             while True:
                 value = yield int(ids[row])
-                row = gen.send(value)
+                with one_blas_thread():
+                    row = gen.send(value)
         except StopIteration:
             return
         finally:
