@@ -53,7 +53,7 @@ _STATUS_OF = {INVALID: "skipped", COMPILE_FAILED: "build failed", RUNTIME_FAILED
               "ErrorConfig": "invalid"}
 _HEADER_KEYS = ("device_name", "kernel_name", "problem_size", "tune_params_keys", "tune_params")
 _CLOSE = "}\n}"
-_KT_FIELDS = ("time", "times", "compile_time", "verification_time", "benchmark_time",
+KT_FIELDS = ("time", "times", "compile_time", "verification_time", "benchmark_time",
               "strategy_time", "framework_time", "timestamp")
 
 
@@ -170,7 +170,7 @@ def rows_from_cache(header: Mapping[str, Any], entries: Mapping[str, Mapping[str
                                "benchmark_s": float(entry.get("benchmark_time") or 0) / 1e3,
                                "timestamp": entry.get("timestamp")}
         for name, value in entry.items():
-            if name in keys or name in _KT_FIELDS or name.startswith(("pyclperf_", "__")):
+            if name in keys or name in KT_FIELDS or name.startswith(("pyclperf_", "__")):
                 continue
             row[name] = value
         rows.append(row)

@@ -120,3 +120,36 @@ def write_t4(results: Any, path: str | os.PathLike[str], *, objective: str = "ti
     if metadata_path is not None:
         Path(metadata_path).write_text(json.dumps(t4_metadata(results.meta), indent=1))
     return path
+
+
+def _json_name(name: str | os.PathLike[str]) -> Path:
+    path = Path(name)
+    return path if path.suffix == ".json" else path.with_name(path.name + ".json")
+
+
+def store_output_file(output_filename: str | os.PathLike[str], results: Sequence[Mapping[str, Any]],
+                      tune_params: Mapping[str, Any], objective: str = "time") -> Path:
+    """Kernel Tuner's ``file_utils.store_output_file``: tune_kernel's ``results`` as a T4
+    results file (".json" appended where the name lacks it, as Kernel Tuner does), so a Kernel
+    Tuner script that stores its output runs unchanged. Returns the path."""
+    from .ktcache import KT_FIELDS, rows_from_cache
+
+    keys = list(tune_params)
+    entries = {str(i): dict(r) for i, r in enumerate(results)}
+    rows = rows_from_cache({"tune_params_keys": keys}, entries)
+    metrics = list(dict.fromkeys(
+        name for r in results for name, value in r.items()
+        if name not in keys and name not in KT_FIELDS and not name.startswith(("pyclperf_", "__"))
+        and isinstance(value, (int, float)) and not isinstance(value, bool)))
+    path = _json_name(output_filename)
+    path.write_text(json.dumps(t4_results(rows, params=keys, metrics=metrics, objective=objective),
+                               indent=1, default=str))
+    return path
+
+
+def store_metadata_file(metadata_filename: str | os.PathLike[str]) -> Path:
+    """Kernel Tuner's ``file_utils.store_metadata_file``: the T4 metadata of this machine and
+    its Python packages (".json" appended where the name lacks it). Returns the path."""
+    path = _json_name(metadata_filename)
+    path.write_text(json.dumps(t4_metadata(), indent=1))
+    return path
