@@ -54,7 +54,7 @@ _STATUS_OF = {INVALID: "skipped", COMPILE_FAILED: "build failed", RUNTIME_FAILED
 _HEADER_KEYS = ("device_name", "kernel_name", "problem_size", "tune_params_keys", "tune_params")
 _CLOSE = "}\n}"
 KT_FIELDS = ("time", "times", "compile_time", "verification_time", "benchmark_time",
-              "strategy_time", "framework_time", "timestamp")
+             "strategy_time", "framework_time", "timestamp")
 
 
 def _plain(o: Any) -> Any:
@@ -169,12 +169,17 @@ def rows_from_cache(header: Mapping[str, Any], entries: Mapping[str, Mapping[str
                                "verify_s": float(entry.get("verification_time") or 0) / 1e3,
                                "benchmark_s": float(entry.get("benchmark_time") or 0) / 1e3,
                                "timestamp": entry.get("timestamp")}
-        for name, value in entry.items():
-            if name in keys or name in KT_FIELDS or name.startswith(("pyclperf_", "__")):
-                continue
-            row[name] = value
+        row.update(extra_fields(entry, keys))
         rows.append(row)
     return rows
+
+
+def extra_fields(entry: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """What a KT entry holds besides its parameters, KT's own fields and pyclperf's: the
+    metrics and objectives the run added, under their own names."""
+    return {name: value for name, value in entry.items()
+            if name not in keys and name not in KT_FIELDS
+            and not name.startswith(("pyclperf_", "__"))}
 
 
 class CacheWriter:

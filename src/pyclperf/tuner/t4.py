@@ -132,15 +132,14 @@ def store_output_file(output_filename: str | os.PathLike[str], results: Sequence
     """Kernel Tuner's ``file_utils.store_output_file``: tune_kernel's ``results`` as a T4
     results file (".json" appended where the name lacks it, as Kernel Tuner does), so a Kernel
     Tuner script that stores its output runs unchanged. Returns the path."""
-    from .ktcache import KT_FIELDS, rows_from_cache
+    from .ktcache import extra_fields, rows_from_cache
 
     keys = list(tune_params)
     entries = {str(i): dict(r) for i, r in enumerate(results)}
     rows = rows_from_cache({"tune_params_keys": keys}, entries)
     metrics = list(dict.fromkeys(
-        name for r in results for name, value in r.items()
-        if name not in keys and name not in KT_FIELDS and not name.startswith(("pyclperf_", "__"))
-        and isinstance(value, (int, float)) and not isinstance(value, bool)))
+        name for r in results for name, value in extra_fields(r, keys).items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool)))
     path = _json_name(output_filename)
     path.write_text(json.dumps(t4_results(rows, params=keys, metrics=metrics, objective=objective),
                                indent=1, default=str))
