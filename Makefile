@@ -42,7 +42,7 @@ $(VENV)/.deps-stamp: pyproject.toml | deps
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(BUILD_DEPS)
 	$(PY) -m pip install -q "numpy>=1.22" "pandas>=1.5" "matplotlib>=3.5" "tqdm>=4.60" "cloudpickle>=2.0" \
-	    "jsonschema>=4" "pytest>=7" "nbclient>=0.7" "nbformat>=5" "ipykernel>=6" "hypothesis>=6" \
+	    "jsonschema>=4" "pytest>=7" "pytest-xdist>=3" "nbclient>=0.7" "nbformat>=5" "ipykernel>=6" "hypothesis>=6" \
 	    "optuna>=3" "scipy>=1.10" "nevergrad>=1.0" "threadpoolctl>=3" "dask[distributed]>=2023.1" \
 	    "kernel_tuner==1.5.0" "autotuning-methodology>=1.1"
 	touch $@
