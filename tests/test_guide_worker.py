@@ -113,7 +113,7 @@ def test_only_the_isolated_experiments_get_a_process_of_their_own(tmp_path, monk
 
     def fake(name, out, device, quick, timeout, extra, worker, logs):
         workers.append(worker)
-        seen.append(("shared" if worker is runner.worker else "own", name))
+        seen.append(("shared" if worker in runner.workers else "own", name))
         return guide.Outcome(name, guide.PASSED, 0.0, 0)
 
     monkeypatch.setattr(guide, "run_shared", fake)
@@ -122,13 +122,13 @@ def test_only_the_isolated_experiments_get_a_process_of_their_own(tmp_path, monk
             runner(name, tmp_path, None, True, 10.0, [])
         # Each isolated experiment had a worker process of its own, started ahead (the spare)
         # and closed after it; a new spare waits for the next.
-        assert workers[1] is not workers[2] and workers[0] is workers[3] is runner.worker
+        assert workers[1] is not workers[2] and workers[0] is workers[3] is runner.workers[0]
         assert runner.spare.proc is not None and runner.spare.proc.poll() is None
     finally:
         runner.close()
     assert workers[1].proc is None and workers[2].proc is None
     assert seen == [("shared", "offset"), ("own", "spill"), ("own", "gridsync"), ("shared", "stride")]
-    assert runner.spare.proc is None and runner.worker.proc is None
+    assert runner.spare.proc is None and runner.workers[0].proc is None
 
 
 def test_quick_and_thorough_contradict(tmp_path):

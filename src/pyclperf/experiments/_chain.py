@@ -20,6 +20,7 @@ check of the device's walk needs no host walk at all.
 """
 
 from __future__ import annotations
+from ..measure.device_turn import host_work
 
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ class Cycle:
         return block * self.inner.size + (int(self.inner[j]) ^ int(self.salt[block]))
 
 
+@host_work
 def cycle(rng: np.random.Generator, n: int, block_words: int | None = None) -> Cycle:
     """A random cycle through all n words. ``block_words`` forces the structured form with that
     block size (a power of two dividing n); by default a full random permutation up to

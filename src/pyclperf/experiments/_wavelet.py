@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare_close, gamma, max_abs_error, poison_device
+from ..measure.device_turn import host_work
 from ..measure.parallel import map_chunks
 from ._kit import FLOAT
 from .base import Check, Launch
@@ -61,6 +62,7 @@ def filter_pair(taps: int) -> tuple[np.ndarray, np.ndarray]:
     return h.astype(np.float32), g.astype(np.float32)
 
 
+@host_work
 def reference(pixels: np.ndarray, lo: np.ndarray, hi: np.ndarray,
               shift: int = SHIFT) -> tuple[np.ndarray, np.ndarray]:
     """The float64 vertical step of (h, w, 4) pixels: row i holds the low-pass of rows 2 i +
@@ -121,6 +123,7 @@ class WaveletStep:
         self.rng = np.random.default_rng()
         self._input: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
+    @host_work
     def input(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(pixels, want, tolerance), once a run: the host's transform of a GPU-sized image
         takes seconds, the same for every variant."""

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare_close, max_abs_error, poison_device
+from ..measure.device_turn import host_work
 from ..device.program import ceil_to
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, EPS32, pick, positive
@@ -96,6 +97,7 @@ LAYOUTS = {v.name: v for v in (
 )}
 
 
+@host_work
 def step_reference(p: np.ndarray) -> np.ndarray:
     """The kernels' update in float64: v *= damp; vz -= g dt; p += v dt."""
     q = p.astype(np.float64)
@@ -175,6 +177,7 @@ class StructLayout(Experiment):
         return Launch.one(self.kernel(LAYOUTS[point["layout"]]), self.global_size(),
                           self.local_size, self.bytes_moved(), columns={"particles": self.n})
 
+    @host_work
     def particles(self) -> tuple[np.ndarray, np.ndarray]:
         """The run's particles and their stepped reference, drawn and computed on first use.
         Every layout's kernel reads ``src`` and writes ``dst`` only, and each point packs the

@@ -39,6 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
+from ..measure.device_turn import host_only, host_work
 from ..reference import tool_figures
 from ..measure.checks import (FLT_MIN, POISON_U32, compare, compare_close, gamma, poison_device,
                       poison_pattern, random_bytes)
@@ -87,6 +88,7 @@ TIE_STRIDE = 17
 TIE_FRACTION = 1 / TIE_STRIDE
 
 
+@host_work
 def convert_input(rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` finite floats with random signs and mantissas: most over the normal half exponents
     2^-14 .. 2^15, some below the smallest half, in its subnormal range and past 65504 (see
@@ -113,6 +115,7 @@ def half_ties(x: np.ndarray) -> np.ndarray:
     return (bits & np.uint32(0x1FFF)) == np.uint32(0x1000)
 
 
+@host_work
 def group_sums(sums: np.ndarray, work_items: int, size: int) -> np.ndarray:
     """The float64 total each work-group of a grid-stride read adds up: float4 i (whose sum is
     ``sums[i]``) belongs to work-item i % work_items, of group (i % work_items) // size. Summed as
@@ -290,14 +293,15 @@ class Bandwidth(Experiment):
         and what its check needs: the float64 sum of each float4 (read), or the input and its
         float16 reference bits (convert)."""
         if mode not in self._inputs:
-            if mode == "read":
-                # Uniform [0, 1): non-negative, so sum |x| is the sum itself.
-                data = self.rng.random(4 * self.count, dtype=np.float32)
-                reference: Any = data.reshape(-1, 4).sum(axis=1, dtype=np.float64)
-            else:
-                data = convert_input(self.rng, 4 * self.count)
-                with np.errstate(over="ignore"):  # past 65504 is infinity, as on the device
-                    reference = (data, data.astype(np.float16).view(np.uint16))
+            with host_only():
+                if mode == "read":
+                    # Uniform [0, 1): non-negative, so sum |x| is the sum itself.
+                    data = self.rng.random(4 * self.count, dtype=np.float32)
+                    reference: Any = data.reshape(-1, 4).sum(axis=1, dtype=np.float64)
+                else:
+                    data = convert_input(self.rng, 4 * self.count)
+                    with np.errstate(over="ignore"):  # past 65504 is infinity, as on the device
+                        reference = (data, data.astype(np.float16).view(np.uint16))
             self._inputs[mode] = (data, reference)
         data, reference = self._inputs[mode]
         if self._loaded != mode:

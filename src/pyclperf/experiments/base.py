@@ -87,6 +87,10 @@ class Sweep(ABC):
     # device, register-pressure builds a driver may abort on, another runtime loaded beside
     # OpenCL); False: it shares the guide's worker process with the others in turn.
     isolate: bool = False
+    # True: what it measures is disturbed by the host's own work (transfers over the host's
+    # bus, the host's clocks): where the guide runs experiments side by side, no other runs
+    # host work while this one runs (measure.device_turn's quiet turn).
+    quiet: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

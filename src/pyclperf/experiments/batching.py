@@ -29,6 +29,7 @@ def many_over_one(results: Results) -> Figure:
 
 class Batching(Sweep):
     id = "batching"
+    quiet = True  # host-bus transfers: the host's own memory traffic competes
     description = ("one transfer against 4 ... 1024 pieces of the same total (Guide 3.1; `--size` is the"
                    " total in bytes)")
     order = 40

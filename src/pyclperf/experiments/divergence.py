@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close
+from ..measure.device_turn import host_work
 from ..theory.limits import warp_size
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, round_trip, whole_groups
@@ -50,6 +51,7 @@ def on_path_b(local_size: int, granularity: int) -> np.ndarray:
     return (np.arange(local_size) // granularity) % 2 == 1
 
 
+@host_work
 def choose_paths(a: np.ndarray, b: np.ndarray, local_size: int, granularity: int) -> np.ndarray:
     """Each work-item's path sum, a or b as ``branch``/``no_branch`` choose it. The choice repeats
     every work-group, so one group's pattern is broadcast over the rest (no per-item index)."""

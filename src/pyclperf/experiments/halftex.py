@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare, poison_device
+from ..measure.device_turn import host_work
 from ..measure.parallel import map_chunks
 from ..measure.results import OK, Results
 from ._kit import (FLOAT, by_variant, check_image_side, conclude_variants,
@@ -38,6 +39,7 @@ HALF_U = 2.0**-11  # unit roundoff of float16
 HALF_SUBNORMAL = 2.0**-24  # float16's spacing below its normal range
 
 
+@host_work
 def shifted(x: np.ndarray, dx: int, dy: int) -> np.ndarray:
     """out[y, x] = in[clamp(y + dy), clamp(x + dx)]: whole rows taken, then the columns moved
     by slices (a 2-D fancy index over a GPU-sized image took the host most of a second)."""
@@ -162,6 +164,7 @@ class HalfTexture(Experiment):
         return Launch.one(k, (self.side, self.side), TILE, n * (texel + FLOAT),
                           columns={"texel_bytes": texel}, rates={"gtexels_per_s": n})
 
+    @host_work
     def inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(x, x as float16, the shifted x, the shifted float16 rounding of x), drawn once a run:
         every variant reads the same texels, each from its own storage, so one draw and its two

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare, drawn, poison_device, random_bytes
+from ..measure.device_turn import host_work
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, default_groups, pick, positive
 from .base import Check, Experiment, Launch
@@ -39,6 +40,7 @@ HOT_BIN, HOT_OF_256 = 0, 230
 QUASAR_MS = {"global": 73.7107, "local": 12.765}
 
 
+@host_work
 def make_values(rng: np.random.Generator, distribution: str, n: int) -> np.ndarray:
     """``n`` fresh random bytes drawn from ``distribution`` (see the module docstring)."""
     if distribution == "uniform":

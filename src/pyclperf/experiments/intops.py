@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare
+from ..measure.device_turn import host_work
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import Throughput
@@ -70,6 +71,7 @@ INT_VARIANTS = {op.name: op for op in INT_OPS}
 SCALE = "0.999"  # a literal that float cannot represent exactly, so the two variants differ
 
 
+@host_work
 def int_reference(op: IntOp, seeds: np.ndarray, iters: int, d: int, s: int) -> np.ndarray:
     """What an integer kernel writes: the generator run ``iters`` times from each seed and the
     tested operation's results summed modulo 2^32 (all in int64, masked to 32 bits)."""
@@ -85,6 +87,7 @@ def int_reference(op: IntOp, seeds: np.ndarray, iters: int, d: int, s: int) -> n
     return total.astype(np.uint32)
 
 
+@host_work
 def literal_reference(start: np.ndarray, iters: int, double: bool) -> np.ndarray:
     """x = x * 0.999 ``iters`` times: in float (0.999f), or in double rounded back to float."""
     x = start.copy()

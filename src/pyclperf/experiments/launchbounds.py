@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close
+from ..measure.device_turn import host_work
 from ..theory.limits import parse_registers, verbose_build_options
 from ..measure.results import OK, Results
 from ._kit import FLOAT, round_trip, whole_groups
@@ -35,6 +36,7 @@ STEP_GAP, LANE_GAP = 2.0**-9, 2.0**-7  # the kernel's defaults, exact in float32
 COEFFS = (0.5, 0.25, 0.125, 0.0625)  # p(y) = C0 + C1 y + C2 y^2 + C3 y^3, as in the kernel
 
 
+@host_work
 def reference(x: np.ndarray, steps: int, lanes: int) -> np.ndarray:
     """The kernel's output in float64: sum over steps s and lanes l of p(x + s*STEP_GAP +
     l*LANE_GAP), through the moments of the offsets (a cubic in x; no loop over steps)."""

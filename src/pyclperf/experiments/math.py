@@ -11,6 +11,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ..measure.checks import ulp_error
+from ..measure.device_turn import host_work
 from ..measure.results import OK, WRONG, Results
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import EPS, HALF_EPS, Throughput, fmt
@@ -106,6 +107,7 @@ class MathFunctions(Throughput):
         super().__init__(ctx, items, local_size, iters)
         self._shared: tuple[tuple[str, float, float], _Inputs] | None = None
 
+    @host_work
     def _inputs(self, point: dict[str, Any]) -> "_Inputs":
         """The random inputs of one function and range with their float64 references, drawn and
         computed once for all its implementations (precise, native_, half_, 1/sqrt): they

@@ -76,6 +76,7 @@ def copy_over_staged(results: Results) -> Figure:
 
 class P2P(Sweep):
     id = "p2p"
+    quiet = True  # transfers between devices over the host's bus
     description = ("copies between two GPUs of one host, both ways, over a size sweep, every copy "
                    "verified, beside CUDA's peer copy where CuPy exists")
     order = 45

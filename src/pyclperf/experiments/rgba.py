@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close, gamma, max_abs_error, poison_device
+from ..measure.device_turn import host_work
 from ..measure.parallel import map_chunks
 from ..measure.results import OK, SKIPPED, Results
 from ._kit import FLOAT, check_image_side, no_images_reason, pick
@@ -138,6 +139,7 @@ class Rgba(Experiment):
         # of a GPU-sized image takes seconds, the same for every variant.
         self._gauss: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
+    @host_work
     def gauss_input(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(pixels, want, tolerance): random pixels that a half image stores exactly, and the
         float64 filter of them with its error bound."""

@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close, gamma, max_abs_error, poison_device
+from ..measure.device_turn import host_work
 from ..measure.parallel import map_chunks
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, pick, positive
@@ -58,6 +59,7 @@ def gaussian_weights(radius: int) -> np.ndarray:
 BAND = 16
 
 
+@host_work
 def _filter_taps(acc: np.ndarray, window: Callable[[int], np.ndarray], w: np.ndarray,
                  term: np.ndarray) -> None:
     """acc := sum_k w[k] window(k) over the 2R + 1 taps. A symmetric filter (every Gaussian

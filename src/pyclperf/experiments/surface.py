@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import FLT_MIN, POISON_U32, compare_ulp, poison_device, ulp32
+from ..measure.device_turn import host_work
 from ..measure.parallel import map_chunks
 from ..measure.results import OK, Results
 from ._kit import (FLOAT, by_variant, check_image_side, conclude_variants,
@@ -113,6 +114,7 @@ class Surface(Experiment):
         self._input: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._poisoned: np.ndarray | None = None
 
+    @host_work
     def input(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(x, want, lo, hi): fresh random floats, 2 x + 1 in float64 and its 1-ulp bounds."""
         if self._input is None:

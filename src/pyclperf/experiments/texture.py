@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close, max_abs_error, poison_device
+from ..measure.device_turn import host_work
 from ..measure.parallel import map_chunks
 from ..device.program import ceil_to
 from ..measure.results import OK, Results
@@ -91,6 +92,7 @@ def sample_reference(img: np.ndarray, u: np.ndarray, v: np.ndarray, filt: str, a
     a = a[None, :]
     out = np.empty((v.size, u.size))
 
+    @host_work
     def band(rows: slice) -> None:
         bb = b[rows, None]
         top, bottom = img[j0[rows]].astype(np.float64), img[j1[rows]].astype(np.float64)
@@ -209,6 +211,7 @@ class Texture(Experiment):
         k = self.ctx.program(file="texture.cl", defines=defines).kernel("resample_manual")
         return k.set_args(self.out_buf, self.src_buf, *size, *size, self.transform, self.inv_size)
 
+    @host_work
     def tolerance(self, v: TexVariant, img: np.ndarray) -> float:
         """How far a correct result may lie from the float64 reference.
 

@@ -31,6 +31,7 @@ def timer_resolution(results: Results) -> Figure:
 
 class Timers(Sweep):
     id = "timers"
+    quiet = True  # the host's clocks: other host work shifts them
     description = ("one copy kernel timed by the host clock and by events, sizes up to 512 Mi items on"
                    " a GPU (1 Mi on a CPU), with the device's timer resolution (Guide 2.1; `--size`"
                    " is the largest work-item count)")

@@ -57,6 +57,7 @@ GPU_TOP = GiB
 
 class Transfer(Sweep):
     id = "transfer"
+    quiet = True  # host-bus transfers: the host's own memory traffic competes
     description = ("H2D, D2H, D2D x pageable/pinned x direct/mapped, 1 KiB to 1 GiB, every transfer "
                    "checked (Guide 3.1; `--size` is the largest transfer in bytes)")
     order = 30

@@ -152,22 +152,34 @@ def failed(outcome: Outcome) -> bool:
 
 
 class Runner:
-    """The guide's default way to run an experiment: in the shared worker process, or in a
+    """The guide's default way to run an experiment: in a shared worker process, or in a
     process of its own where the experiment's class says ``isolate``. Call ``close`` when done.
 
-    The process of its own is a worker too, used for that one experiment and then closed: one
-    is started ahead (the spare), so its interpreter and imports (a second or two) are ready
-    while the experiments before it run, and the next is started as soon as it is taken."""
+    ``lanes`` shared workers run experiments side by side (guide/lanes.py), taking turns at the
+    device (measure/device_turn.py); one lane runs them in turn. The process of its own is a
+    worker too, used for that one experiment and then closed: one is started ahead (the spare),
+    so its interpreter and imports (a second or two) are ready while the experiments before it
+    run, and the next is started as soon as it is taken. Calls may come from several threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, lanes: int = 1) -> None:
+        import queue
+
+        from ..measure.device_turn import TURNS_ENV
         from .worker import SharedWorker
 
         self.logs = tempfile.TemporaryDirectory(prefix="pyclperf-guide-")
-        self.worker = SharedWorker()
-        self.spare = SharedWorker()
-        self.closing: list[threading.Thread] = []
-        self.worker.start()
+        self.lanes = max(1, int(lanes))
+        # One lane needs no turns; several share the folder of the turns' locks.
+        self.env = {TURNS_ENV: self.logs.name} if self.lanes > 1 else {}
+        self.workers = [SharedWorker(self.env) for _ in range(self.lanes)]
+        self.idle: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        for worker in self.workers:
+            worker.start()
+            self.idle.put(worker)
+        self.spare = SharedWorker(self.env)
         self.spare.start()
+        self.taking = threading.Lock()
+        self.closing: list[threading.Thread] = []
 
     def __call__(self, experiment: str, out_dir: Path, device: str | None, quick: bool,
                  timeout_s: float, extra: Sequence[str] = ()) -> Outcome:
@@ -175,10 +187,15 @@ class Runner:
         from .worker import SharedWorker
 
         if not getattr(get(experiment), "isolate", False):
-            return run_shared(experiment, out_dir, device, quick, timeout_s, extra, self.worker,
-                              Path(self.logs.name))
-        own, self.spare = self.spare, SharedWorker()
-        self.spare.start()
+            worker = self.idle.get()
+            try:
+                return run_shared(experiment, out_dir, device, quick, timeout_s, extra, worker,
+                                  Path(self.logs.name))
+            finally:
+                self.idle.put(worker)
+        with self.taking:
+            own, self.spare = self.spare, SharedWorker(self.env)
+            self.spare.start()
         try:
             return run_shared(experiment, out_dir, device, quick, timeout_s, extra, own,
                               Path(self.logs.name))
@@ -189,8 +206,15 @@ class Runner:
             closing.start()
             self.closing.append(closing)
 
+    def stop(self) -> None:
+        """Stop every worker now (Ctrl-C while lanes run: each lane's call then returns)."""
+        with self.taking:
+            for worker in [*self.workers, self.spare]:
+                worker.stop()
+
     def close(self) -> None:
-        self.worker.close()
+        for worker in self.workers:
+            worker.close()
         self.spare.close()
         for closing in self.closing:
             closing.join()
@@ -218,7 +242,8 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
               timeout_s: float | None = None, only: str | None = None,
               progress: bool = True, runner: Callable[..., Outcome] | None = None,
               peak_gbps: float | None = None, budget_s: float | None = None,
-              method: str = "auto", thorough: bool = False) -> tuple[Path, list[Outcome]]:
+              method: str = "auto", thorough: bool = False,
+              lanes: int | None = None) -> tuple[Path, list[Outcome]]:
     """Run the catalogue (or ``only``) and write ``out/guide.html``; returns its path and the
     outcome of every experiment. ``peak_gbps`` is the theoretical DRAM bandwidth where NVML
     cannot tell (the roofline needs it). ``method`` is every experiment's clock ("auto",
@@ -226,10 +251,13 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     (measure.timing_policy) for a reference run. ``runner`` runs one experiment (default: a
     Runner: the shared worker, or a process of its own). ``budget_s`` bounds the whole run: each experiment's
     timeout shrinks to what is left, and those that find nothing left are listed as not run.
+    ``lanes``: experiments run side by side, taking turns at the device (guide/lanes.py;
+    default: as many as suit the device and the host, one on a CPU device).
     Ctrl-C (or SIGTERM) stops the run; the page is still written with what finished."""
     from tqdm import tqdm
 
     from ..measure.writer import check_out_dir
+    from .lanes import lanes_for, run_in_lanes
     from .report import FiguresAhead, write_guide
 
     out_dir = check_out_dir(os.fspath(out))
@@ -249,28 +277,52 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
         extra += ["--method", method]
     if thorough:
         extra += list(THOROUGH_ARGS)
+    if lanes is None:
+        lanes, lanes_why = (1, "one lane: the caller's runner") if runner is not None else lanes_for(device, method)
+    else:
+        if int(lanes) < 1:
+            raise ValueError(f"--lanes must be at least 1, got {lanes}")
+        lanes, lanes_why = int(lanes), f"{int(lanes)} lanes, as asked, taking turns at the device"
     own = runner is None
-    run = Runner() if runner is None else runner
+    run = Runner(lanes) if runner is None else runner
     figures = FiguresAhead()  # each experiment's figures drawn while the next one runs
     try:
         with tqdm(total=len(ids), unit="experiment", disable=not progress, file=sys.stderr) as bar:
-            for name in ids:
+            if lanes > 1:
+                bar.write(f"running {lanes_why}")
+
+            def finished(outcome: Outcome) -> None:
+                figures.submit(outcome)
+                if outcome.status != PASSED:
+                    bar.write(f"{outcome.experiment}: {outcome.status}"
+                              + (f" ({outcome.stderr_tail.splitlines()[-1]})" if outcome.stderr_tail else ""))
+                bar.set_postfix_str(outcome.experiment)
+                bar.update(1)
+
+            def left() -> float:
+                return budget_s - (time.monotonic() - start) if budget_s is not None else timeout
+
+            if lanes > 1:
+                done, _ = run_in_lanes(
+                    ids, lanes, lambda name, allowed: run(name, results_dir, device, quick,
+                                                          min(timeout, allowed), extra),
+                    left, lambda i, o: finished(o), lambda name: Outcome(name, NOT_RUN, 0.0, None),
+                    getattr(run, "stop", lambda: None))
+                outcomes = [o if o is not None else Outcome(n, INTERRUPTED, 0.0, None)
+                            for n, o in zip(ids, done)]
+            for name in ids if lanes == 1 else ():
                 bar.set_postfix_str(name)
-                left = budget_s - (time.monotonic() - start) if budget_s is not None else timeout
-                if left < 1:
+                allowed = left()
+                if allowed < 1:
                     outcome = Outcome(name, NOT_RUN, 0.0, None)
                 else:
                     try:
-                        outcome = run(name, results_dir, device, quick, min(timeout, left), extra)
+                        outcome = run(name, results_dir, device, quick, min(timeout, allowed), extra)
                     except KeyboardInterrupt:
                         outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
                         break
                 outcomes.append(outcome)
-                figures.submit(outcome)
-                if outcome.status != PASSED:
-                    bar.write(f"{name}: {outcome.status}" + (f" ({outcome.stderr_tail.splitlines()[-1]})"
-                                                             if outcome.stderr_tail else ""))
-                bar.update(1)
+                finished(outcome)
         page = write_guide(outcomes, out_dir / "guide.html", quick=quick, figures=figures)
     finally:
         figures.close()
@@ -288,7 +340,8 @@ def cmd_guide(args: argparse.Namespace) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")  # the page's figures go into it, not to a window
     page, outcomes = run_guide(args.out, device=args.device, quick=args.quick,
                                timeout_s=args.timeout, only=args.only, peak_gbps=args.peak_gbps,
-                               budget_s=args.budget, method=args.method, thorough=args.thorough)
+                               budget_s=args.budget, method=args.method, thorough=args.thorough,
+                               lanes=args.lanes)
     bad = [o for o in outcomes if failed(o)]
     here = [o for o in outcomes if o.status.startswith(CANNOT_RUN)]
     print(f"{len(outcomes) - len(bad) - len(here)} of {len(outcomes)} experiments passed"
@@ -326,6 +379,10 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
     g.add_argument("--budget", type=float, default=None, metavar="S",
                    help="seconds the whole run may take: later experiments get what is left, and "
                         "those that find nothing left are listed as not run")
+    g.add_argument("--lanes", type=int, default=None, metavar="N",
+                   help="experiments run side by side, taking turns at the device so that no "
+                        "measurement overlaps another (default: one per 4 host cores, at most 4, "
+                        "on a GPU; 1 on a CPU device or with --method host)")
     g.add_argument("--peak-gbps", type=float, default=None,
                    help="theoretical device-memory bandwidth, where NVML cannot tell (rooflines need it)")
     g.add_argument("--method", choices=("auto", "events", "host"), default="auto",

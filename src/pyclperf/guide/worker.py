@@ -29,6 +29,7 @@ from typing import IO, Any, Sequence
 
 def _run(argv: Sequence[str], log: str) -> int:
     """``pyclperf run *argv`` in this process, its output into ``log``; its exit code."""
+    from ..measure.device_turn import device_turn
     from ..views.command_line import call
     from ..views.run_command import cmd_run, parser
 
@@ -40,7 +41,8 @@ def _run(argv: Sequence[str], log: str) -> int:
     os.dup2(fd, 2)
     os.close(fd)
     try:
-        code: Any = call(cmd_run, parser().parse_args(list(argv)))
+        with device_turn(quiet=_quiet(argv)):
+            code: Any = call(cmd_run, parser().parse_args(list(argv)))
     except SystemExit as exc:  # argparse's refusals, and anything that exits on purpose
         code = exc.code
     except BaseException:  # what the process would have died of, printed as it would be
@@ -57,6 +59,16 @@ def _run(argv: Sequence[str], log: str) -> int:
     if code is None:
         return 0
     return code if isinstance(code, int) else 1
+
+
+def _quiet(argv: Sequence[str]) -> bool:
+    """Whether the experiment ``argv`` runs wants the host quiet too (Sweep.quiet)."""
+    from ..experiments import get
+
+    try:
+        return bool(getattr(get(argv[0]), "quiet", False))
+    except (IndexError, KeyError, ValueError):  # an unknown id: ``pyclperf run`` refuses it
+        return False
 
 
 def _tidy() -> None:
@@ -80,8 +92,9 @@ class SharedWorker:
     """The guide's side: starts the worker when needed, sends it one experiment at a time, and
     stops it (its whole process group) on a timeout or Ctrl-C."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
+        self.env = dict(env or {})  # set in the worker's environment (the device's turns)
 
     def start(self) -> None:
         """Start the worker now (it loads the package while nothing is asked of it yet)."""
@@ -93,7 +106,7 @@ class SharedWorker:
             self.proc = subprocess.Popen([sys.executable, "-m", "pyclperf.guide.worker"],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, start_new_session=True,
-                                         env={**os.environ, "MPLBACKEND": "Agg"})
+                                         env={**os.environ, "MPLBACKEND": "Agg", **self.env})
         return self.proc
 
     def run(self, argv: Sequence[str], log: Path, timeout_s: float) -> tuple[int | None, bool]:

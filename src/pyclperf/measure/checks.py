@@ -10,6 +10,7 @@ import numpy as np
 
 from .parallel import CHUNK, chunks, map_chunks, threads
 from .poison import POISON_U32, poison_pattern  # noqa: F401  (the experiments' names)
+from .device_turn import host_work
 
 
 def drawn(rng: np.random.Generator, n: int, dtype: Any,
@@ -31,6 +32,7 @@ def drawn(rng: np.random.Generator, n: int, dtype: Any,
     return out
 
 
+@host_work
 def random_bytes(rng: np.random.Generator, nbytes: int) -> np.ndarray:
     """``nbytes`` fresh random bytes as a writable uint8 array: the generator's raw 64-bit
     outputs (``drawn``), three times faster than ``rng.integers`` over the full range (which
@@ -120,6 +122,7 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.array_equal(got, want))
 
 
+@host_work
 def compare(got: np.ndarray, want: np.ndarray, what: str = "bytes") -> tuple[bool, str]:
     """(True, "") when equal; else (False, how many elements differ and the first of them).
     Integer arrays compare bit for bit (as 64-bit words where they allow it)."""
@@ -139,6 +142,7 @@ def outside(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, rtol: Any = 0.0)
                  * np.abs(want64))
 
 
+@host_work
 def compare_close(got: np.ndarray, want: np.ndarray, atol: Any = 0.0, what: str = "values", *,
                   rtol: Any = 0.0) -> tuple[bool, str]:
     """Like compare, for floats: each |got - want| must be within ``atol + rtol * |want|``
@@ -195,6 +199,7 @@ def _count_outside(got: np.ndarray, want: np.ndarray, atol: Any, rtol: Any) -> i
     return sum(map_chunks(count, g.size))
 
 
+@host_work
 def max_abs_error(got: np.ndarray, want: np.ndarray) -> float:
     """The largest |got - want| among finite differences (NaN where none is finite), a chunk at
     a time on the host's cores."""
@@ -237,6 +242,7 @@ def ulp32(ref: np.ndarray) -> np.ndarray:
     return np.where(a < FLT_MIN, 2.0**-149, np.ldexp(1.0, e - 24))
 
 
+@host_work
 def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
     """|got - ref| in ULPs of ``ref``; infinite where ``got`` is not finite. A result flushed to
     zero where the exact one is below the normal range counts as exact (OpenCL allows it)."""
@@ -247,6 +253,7 @@ def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return err
 
 
+@host_work
 def compare_ulp(got: np.ndarray, ref: np.ndarray, max_ulp: float,
                 what: str = "values") -> tuple[bool, str]:
     """Each float32 result within ``max_ulp`` ULPs of the float64 reference; a non-finite result
@@ -262,6 +269,7 @@ def compare_ulp(got: np.ndarray, ref: np.ndarray, max_ulp: float,
                                  lambda i: f" ({ulps.reshape(-1)[i]:.3g} ulp)")
 
 
+@host_work
 def landed(out: np.ndarray, data: np.ndarray) -> tuple[bool, str]:
     """Whether ``out`` starts with ``data`` and keeps the poison after it (no overrun).
 
@@ -276,6 +284,7 @@ def landed(out: np.ndarray, data: np.ndarray) -> tuple[bool, str]:
     return ok, detail
 
 
+@host_work
 def product_tolerance(k: int, magnitude: np.ndarray) -> np.ndarray:
     """How far a float32 dot product of length ``k`` may lie from the exact one.
 
@@ -291,6 +300,7 @@ def product_tolerance(k: int, magnitude: np.ndarray) -> np.ndarray:
     return gamma * magnitude + k * float(np.finfo(np.float32).tiny)
 
 
+@host_work
 def product_reference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A B in float64 and each element's product_tolerance (as float32, rounded up): what
     ``within_product`` holds a device's C to, computed once for as many products of the same
@@ -308,6 +318,7 @@ def product_reference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndar
     return want, tol
 
 
+@host_work
 def within_product(got: np.ndarray, want: np.ndarray, tol: np.ndarray,
                    what: str = "elements of C") -> tuple[bool, str]:
     """Whether ``got`` lies within ``tol`` of ``want`` (product_reference's), a chunk at a time

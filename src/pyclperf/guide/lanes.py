@@ -1,0 +1,85 @@
+"""The guide's lanes: several experiments at once on one GPU, each measuring in its turn.
+
+On a GPU most of an experiment's seconds are host work (inputs drawn, NumPy references
+computed and compared) while its kernels run for well under a second. Lanes run experiments in
+separate worker processes at the same time; measure/device_turn.py lets one lane at a time have
+work on the device, so no measurement overlaps another's, while the others' host work runs on
+the host's other cores.
+
+Where the device is the host itself (a CPU device), or where every point is timed by the host's
+clock (``--method host``), the host's work is the measurement's noise: one lane, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, Callable, Sequence
+
+# Lanes on a GPU host: each lane's host work takes a core, and more lanes than the host's
+# references can keep busy only add processes (each holds an interpreter and a context).
+MAX_LANES = 4
+CORES_PER_LANE = 4
+
+
+def lanes_for(device: str | None, method: str = "auto", cpus: int | None = None) -> tuple[int, str]:
+    """How many lanes suit ``device``, and why (for the page and the log)."""
+    if method == "host":
+        return 1, "one lane: the host's clock times every point, and other lanes' host work would move it"
+    try:
+        from ..device.devices import select_device
+
+        info = select_device(device)
+    except Exception as exc:  # noqa: BLE001 - the run itself will say what is wrong with it
+        return 1, f"one lane: the device could not be looked up here ({type(exc).__name__})"
+    if "GPU" not in str(info.type) and "ACCELERATOR" not in str(info.type):
+        return 1, "one lane: a CPU device runs on the host's cores, which other lanes' work would take"
+    cores = cpus if cpus is not None else (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                          else os.cpu_count() or 1)
+    lanes = max(1, min(MAX_LANES, cores // CORES_PER_LANE))
+    return lanes, (f"{lanes} lanes on {cores} host cores, taking turns at the device" if lanes > 1
+                   else f"one lane: {cores} host cores")
+
+
+def run_in_lanes(ids: Sequence[str], lanes: int, start_one: Callable[[str, float], Any],
+                 left: Callable[[], float], done: Callable[[int, Any], None],
+                 not_run: Callable[[str], Any], stop: Callable[[], None]) -> tuple[list[Any], bool]:
+    """Run ``start_one(name, seconds_allowed)`` for every id, ``lanes`` at a time, started in
+    catalogue order; ``done(index, outcome)`` on the calling thread as each ends. An id that
+    finds less than a second of ``left()`` when its lane is free gets ``not_run(name)``.
+
+    Returns the outcomes in ``ids``' order and whether Ctrl-C stopped the run: then ``stop()``
+    has stopped every worker, nothing more is started, and the experiments that had not ended
+    are None (those stopped mid-way lose their outcome, not the rows they had written)."""
+    outcomes: list[Any] = [None] * len(ids)
+    stopping = threading.Event()
+
+    def one(i: int) -> Any:
+        if stopping.is_set():
+            return None
+        allowed = left()
+        return not_run(ids[i]) if allowed < 1 else start_one(ids[i], allowed)
+
+    pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="pyclperf-lane")
+    running: dict[Future[Any], int] = {pool.submit(one, i): i for i in range(len(ids))}
+    try:
+        while running:
+            finished, _ = wait(list(running), timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                i = running.pop(fut)
+                outcomes[i] = fut.result()
+                done(i, outcomes[i])
+    except KeyboardInterrupt:
+        stopping.set()
+        for fut in running:
+            fut.cancel()
+        stop()  # the lanes' calls return as their workers die
+        pool.shutdown(wait=True)
+        return outcomes, True
+    finally:
+        pool.shutdown(wait=True)
+    return outcomes, False
+
+
+__all__: Sequence[str] = ["MAX_LANES", "lanes_for", "run_in_lanes"]

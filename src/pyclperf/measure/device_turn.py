@@ -1,0 +1,134 @@
+"""Taking turns at one device, so that processes can share a GPU without sharing a measurement.
+
+The guide runs its experiments in several processes at once (its lanes) because most of an
+experiment's seconds on a GPU are host work: drawing inputs, computing the NumPy reference,
+comparing. Only one lane may have work on the device at a time, or one lane's launches would
+land inside another's timed ones. So a lane holds the device's *turn* for the whole of an
+experiment, and gives it up only inside ``host_only()``: sections that touch no device (no
+launch, no transfer, no buffer made or released), which the experiments put around their host
+references. Host sections of several lanes run side by side on the host's cores while one
+lane measures.
+
+Some experiments measure something the host's own work disturbs: transfers over the host's bus,
+the host's clocks. They take the turn ``quiet``: while they hold it, no other lane runs host
+work either.
+
+Two advisory file locks in one folder (``$PYCLPERF_DEVICE_TURNS``, set by the guide for its
+lanes) do it: ``device`` (exclusive: the turn) and ``host`` (shared by host sections, exclusive
+for a quiet turn). Locks are always taken device first, host second, and a host section lets
+go of ``host`` before it waits for ``device`` again, so no two lanes can wait on each other. A
+lane that dies or is killed lets go of both (the kernel drops a dead process's locks).
+
+Without that variable, or outside a turn, every call here does nothing: ``pyclperf run``, the
+tuner and the tests run as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import os
+import threading
+from pathlib import Path
+from typing import IO, Any, Callable, Iterator, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+TURNS_ENV = "PYCLPERF_DEVICE_TURNS"
+
+
+class _Turn:
+    """This process's state: the open lock files and whether (and how) it holds the turn."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, IO[bytes]] = {}
+        self.holding = False
+        self.quiet = False
+        # Host sections are the main thread's: a helper thread's work (Context.prebuild's
+        # builds) is not given a turn of its own.
+        self.owner: int | None = None
+
+    def file(self, name: str, folder: str) -> IO[bytes]:
+        if name not in self.files:
+            self.files[name] = open(Path(folder) / f"{name}.lock", "ab")
+        return self.files[name]
+
+
+_state = _Turn()
+
+
+def _folder() -> str | None:
+    return os.environ.get(TURNS_ENV) or None
+
+
+def _lock(name: str, mode: int) -> None:
+    folder = _folder()
+    assert folder is not None
+    fcntl.flock(_state.file(name, folder).fileno(), mode)
+
+
+def _unlock(name: str) -> None:
+    f = _state.files.get(name)
+    if f is not None:
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def device_turn(quiet: bool = False) -> Iterator[None]:
+    """Hold the device (and, ``quiet``, the host) for the body: one experiment's run."""
+    if _folder() is None or _state.holding:
+        yield
+        return
+    _lock("device", fcntl.LOCK_EX)
+    try:
+        if quiet:
+            _lock("host", fcntl.LOCK_EX)
+        _state.holding, _state.quiet, _state.owner = True, quiet, threading.get_ident()
+        yield
+    finally:
+        _state.holding, _state.owner = False, None
+        if quiet:
+            _unlock("host")
+        _unlock("device")
+
+
+@contextlib.contextmanager
+def host_only() -> Iterator[None]:
+    """Run the body, host work that touches no device, while another process measures.
+
+    The device is idle when the body starts: pyclperf's launches and transfers wait for their
+    commands before they return. Under a quiet turn, or outside a turn, the body simply runs.
+    """
+    if (not _state.holding or _state.quiet or _state.owner != threading.get_ident()):
+        yield
+        return
+    _lock("host", fcntl.LOCK_SH)
+    _unlock("device")
+    _state.holding = False
+    try:
+        yield
+    finally:
+        _unlock("host")
+        _lock("device", fcntl.LOCK_EX)
+        _state.holding = True
+
+
+def host_work(fn: F) -> F:
+    """``fn`` always runs as ``host_only``: for functions that only compute on the host (a
+    reference, an input drawn, a comparison) and never touch a device."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with host_only():
+            return fn(*args, **kwargs)
+
+    return run  # type: ignore[return-value]
+
+
+def sharing() -> bool:
+    """Whether this process takes turns with others (the guide's lanes)."""
+    return _folder() is not None
+
+
+__all__ = ["TURNS_ENV", "device_turn", "host_only", "host_work", "sharing"]

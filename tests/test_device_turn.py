@@ -1,0 +1,152 @@
+"""Processes that share a device take turns: no two hold it at once, host sections run beside
+another's turn, a quiet turn keeps every other process's host work out, and without the turns'
+folder nothing is locked at all."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from pyclperf.measure import device_turn
+from pyclperf.measure.device_turn import TURNS_ENV
+
+
+def _lane(folder: str, log: str, name: str, rounds: int, quiet: bool, hold_s: float,
+          host_s: float) -> None:
+    """One process: ``rounds`` experiments, each a device phase, a host section, a device phase;
+    every phase's start and end appended to ``log``."""
+    os.environ[TURNS_ENV] = folder
+    from pyclperf.measure.device_turn import device_turn as turn, host_only
+
+    def mark(kind: str, fn) -> None:
+        begun = time.monotonic()
+        fn()
+        with open(log, "a") as f:
+            f.write(json.dumps([name, kind, begun, time.monotonic()]) + "\n")
+
+    for _ in range(rounds):
+        with turn(quiet=quiet):
+            mark("quiet" if quiet else "device", lambda: time.sleep(hold_s))
+            with host_only():
+                mark("host", lambda: time.sleep(host_s))
+            mark("quiet" if quiet else "device", lambda: time.sleep(hold_s))
+
+
+def _phases(log: Path) -> list[tuple[str, str, float, float]]:
+    return [tuple(json.loads(line)) for line in log.read_text().splitlines()]
+
+
+def _overlap(a, b) -> bool:
+    return a[2] < b[3] and b[2] < a[3]
+
+
+def _run(tmp_path: Path, lanes: list[tuple[str, int, bool, float, float]]) -> list:
+    folder, log = tmp_path / "turns", tmp_path / "log.jsonl"
+    folder.mkdir()
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_lane, args=(str(folder), str(log), *lane)) for lane in lanes]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    return _phases(log)
+
+
+def test_two_processes_never_hold_the_device_at_once_but_work_on_the_host_beside_it(tmp_path):
+    phases = _run(tmp_path, [("a", 4, False, 0.05, 0.2), ("b", 4, False, 0.05, 0.2)])
+    device = [p for p in phases if p[1] == "device"]
+    assert len(device) == 16
+    for i, x in enumerate(device):
+        for y in device[i + 1:]:
+            if x[0] != y[0]:
+                assert not _overlap(x, y), (x, y)
+    # The point of the turns: one's host work ran while the other held the device.
+    host = [p for p in phases if p[1] == "host"]
+    assert any(_overlap(h, d) for h in host for d in device if h[0] != d[0])
+
+
+def test_a_quiet_turn_keeps_other_host_work_out(tmp_path):
+    phases = _run(tmp_path, [("q", 3, True, 0.15, 0.1), ("a", 6, False, 0.02, 0.1)])
+    quiet = [p for p in phases if p[0] == "q"]  # its host section runs inside its quiet turn
+    others = [p for p in phases if p[0] == "a"]
+    assert quiet and others
+    for q in quiet:
+        for o in others:
+            assert not _overlap(q, o), (q, o)
+
+
+def test_without_the_folder_nothing_is_locked(tmp_path, monkeypatch):
+    monkeypatch.delenv(TURNS_ENV, raising=False)
+    assert not device_turn.sharing()
+    with device_turn.device_turn(quiet=True):
+        with device_turn.host_only():
+            pass
+    assert device_turn._state.files == {} and not device_turn._state.holding
+
+
+def test_host_work_runs_the_function_and_returns_its_value(tmp_path, monkeypatch):
+    monkeypatch.setenv(TURNS_ENV, str(tmp_path))
+
+    @device_turn.host_work
+    def double(x):
+        assert not device_turn._state.holding  # the turn was given up around it
+        return 2 * x
+
+    with device_turn.device_turn():
+        assert device_turn._state.holding
+        assert double(21) == 42
+        assert device_turn._state.holding  # and taken back
+    assert not device_turn._state.holding
+    assert double(2) == 4  # outside a turn: just the function
+
+
+def test_lanes_for_a_device(monkeypatch):
+    from pyclperf.device import devices
+    from pyclperf.guide.lanes import lanes_for
+
+    class Info:
+        def __init__(self, kind):
+            self.type = kind
+
+    monkeypatch.setattr(devices, "select_device", lambda spec=None: Info("CPU"))
+    assert lanes_for(None, cpus=64)[0] == 1
+    monkeypatch.setattr(devices, "select_device", lambda spec=None: Info("GPU"))
+    assert lanes_for(None, cpus=16)[0] == 4
+    assert lanes_for(None, cpus=8)[0] == 2
+    assert lanes_for(None, cpus=2)[0] == 1
+    assert lanes_for(None, method="host", cpus=16)[0] == 1
+
+    def missing(spec=None):
+        raise ValueError("no such device")
+
+    monkeypatch.setattr(devices, "select_device", missing)
+    n, why = lanes_for("nope", cpus=16)
+    assert n == 1 and "could not be looked up" in why
+
+
+@pytest.mark.device
+def test_the_guide_in_two_lanes_runs_every_experiment_in_catalogue_order(ctx, tmp_path):
+    from pyclperf.guide import run as guide
+
+    spec = f"{ctx.info.platform_index}:{ctx.info.device_index}"
+    only = "offset,transfer,stride"
+    page, outcomes = guide.run_guide(tmp_path / "g", device=spec, quick=True, only=only,
+                                     progress=False, lanes=2)
+    assert [o.experiment for o in outcomes] == only.split(",")
+    assert all(o.status == guide.PASSED for o in outcomes), [(o.experiment, o.status, o.stderr_tail)
+                                                             for o in outcomes]
+    assert all(o.results is not None and len(o.results.rows) > 0 for o in outcomes)
+    assert page.is_file()
+
+
+def test_lanes_below_one_are_refused(tmp_path):
+    from pyclperf.guide import run as guide
+
+    with pytest.raises(ValueError, match="--lanes must be at least 1"):
+        guide.run_guide(tmp_path / "x", only="offset", lanes=0, progress=False)
