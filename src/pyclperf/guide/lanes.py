@@ -82,4 +82,13 @@ def run_in_lanes(ids: Sequence[str], lanes: int, start_one: Callable[[str, float
     return outcomes, False
 
 
-__all__: Sequence[str] = ["MAX_LANES", "lanes_for", "run_in_lanes"]
+def turns_summary(turns: Sequence[dict[str, Any]], wall_s: float, longest: int = 6) -> str:
+    """One line: how long the device's turn was held in all, against the run's wall time, and
+    the experiments that held it longest (what bounds a run in lanes)."""
+    total = sum(t["held_s"] for t in turns)
+    top = sorted(turns, key=lambda t: -t["held_s"])[:longest]
+    return (f"the device's turn was held {total:.1f} s of the run's {wall_s:.1f} s; longest: "
+            + ", ".join(f"{t['label']} {t['held_s']:.1f} s" for t in top))
+
+
+__all__: Sequence[str] = ["MAX_LANES", "lanes_for", "run_in_lanes", "turns_summary"]

@@ -257,7 +257,8 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     from tqdm import tqdm
 
     from ..measure.writer import check_out_dir
-    from .lanes import lanes_for, run_in_lanes
+    from ..measure.device_turn import TURNS_ENV, held
+    from .lanes import lanes_for, run_in_lanes, turns_summary
     from .report import FiguresAhead, write_guide
 
     out_dir = check_out_dir(os.fspath(out))
@@ -310,6 +311,9 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
                     getattr(run, "stop", lambda: None))
                 outcomes = [o if o is not None else Outcome(n, INTERRUPTED, 0.0, None)
                             for n, o in zip(ids, done)]
+                turns = getattr(run, "env", {}).get(TURNS_ENV)
+                if turns:
+                    bar.write(turns_summary(held(turns), time.monotonic() - start))
             for name in ids if lanes == 1 else ():
                 bar.set_postfix_str(name)
                 allowed = left()

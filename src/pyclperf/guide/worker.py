@@ -41,7 +41,7 @@ def _run(argv: Sequence[str], log: str) -> int:
     os.dup2(fd, 2)
     os.close(fd)
     try:
-        with device_turn(quiet=_quiet(argv)):
+        with device_turn(quiet=_quiet(argv), label=argv[0] if argv else ""):
             code: Any = call(cmd_run, parser().parse_args(list(argv)))
     except SystemExit as exc:  # argparse's refusals, and anything that exits on purpose
         code = exc.code

@@ -28,8 +28,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, TypeVar
 
@@ -45,6 +47,8 @@ class _Turn:
         self.files: dict[str, IO[bytes]] = {}
         self.holding = False
         self.quiet = False
+        self.since = 0.0  # when the turn was last taken
+        self.held_s = self.waited_s = 0.0  # over the current experiment
         # Host sections are the main thread's: a helper thread's work (Context.prebuild's
         # builds) is not given a turn of its own.
         self.owner: int | None = None
@@ -75,22 +79,45 @@ def _unlock(name: str) -> None:
 
 
 @contextlib.contextmanager
-def device_turn(quiet: bool = False) -> Iterator[None]:
-    """Hold the device (and, ``quiet``, the host) for the body: one experiment's run."""
-    if _folder() is None or _state.holding:
+def device_turn(quiet: bool = False, label: str = "") -> Iterator[None]:
+    """Hold the device (and, ``quiet``, the host) for the body: one experiment's run. Where
+    turns are taken, the seconds it held the device and waited for it are appended to the
+    folder's ``turns.jsonl`` under ``label`` (the guide sums them up: ``held``)."""
+    folder = _folder()
+    if folder is None or _state.holding:
         yield
         return
-    _lock("device", fcntl.LOCK_EX)
+    _state.held_s = _state.waited_s = 0.0
+    _take(quiet)
     try:
-        if quiet:
-            _lock("host", fcntl.LOCK_EX)
-        _state.holding, _state.quiet, _state.owner = True, quiet, threading.get_ident()
+        _state.quiet, _state.owner = quiet, threading.get_ident()
         yield
     finally:
-        _state.holding, _state.owner = False, None
-        if quiet:
-            _unlock("host")
-        _unlock("device")
+        _give(quiet)
+        _state.owner = None
+        with open(Path(folder) / "turns.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps({"label": label, "held_s": round(_state.held_s, 3),
+                                "waited_s": round(_state.waited_s, 3), "quiet": quiet}) + "\n")
+
+
+def _take(quiet: bool = False) -> None:
+    """Wait for the turn (device, then host for a quiet one) and note the wait."""
+    asked = time.monotonic()
+    _lock("device", fcntl.LOCK_EX)
+    if quiet:
+        _lock("host", fcntl.LOCK_EX)
+    _state.since = time.monotonic()
+    _state.waited_s += _state.since - asked
+    _state.holding = True
+
+
+def _give(quiet: bool = False) -> None:
+    """Let the turn go and note how long it was held."""
+    _state.held_s += time.monotonic() - _state.since
+    _state.holding = False
+    if quiet:
+        _unlock("host")
+    _unlock("device")
 
 
 @contextlib.contextmanager
@@ -104,14 +131,12 @@ def host_only() -> Iterator[None]:
         yield
         return
     _lock("host", fcntl.LOCK_SH)
-    _unlock("device")
-    _state.holding = False
+    _give()
     try:
         yield
     finally:
         _unlock("host")
-        _lock("device", fcntl.LOCK_EX)
-        _state.holding = True
+        _take()
 
 
 def host_work(fn: F) -> F:
@@ -126,9 +151,17 @@ def host_work(fn: F) -> F:
     return run  # type: ignore[return-value]
 
 
+def held(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """What every turn taken under ``folder`` held and waited, in the order they ended."""
+    path = Path(folder) / "turns.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def sharing() -> bool:
     """Whether this process takes turns with others (the guide's lanes)."""
     return _folder() is not None
 
 
-__all__ = ["TURNS_ENV", "device_turn", "host_only", "host_work", "sharing"]
+__all__ = ["TURNS_ENV", "device_turn", "held", "host_only", "host_work", "sharing"]
