@@ -305,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="nvidia")
     ap.add_argument("--commit", default=None, help="the code's commit (default: git's, where there is one)")
     ap.add_argument("--work", default="/tmp/pyclperf-gpu-check", help="folder for the guides' own output")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="processes for make gpu-check (GPU_CHECK_WORKERS; the Makefile's default otherwise)")
     ap.add_argument("--out", default=os.environ.get("OUT"), help="folder for the log and figures (default $OUT)")
     ap.add_argument("--stages", default=",".join(ORDER), help=f"comma-separated, of {', '.join(ORDER)}")
     ap.add_argument("--budget", type=float, default=570.0, help="seconds the whole check may take")
@@ -325,8 +327,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown stage(s) {', '.join(unknown)}; known: {', '.join(ORDER)}")
     py = args.python
     # make gpu-check, or the same pytest command where there is no make.
+    # The Makefile's default number of processes (GPU_CHECK_WORKERS) holds unless given here;
+    # without make, the serial part alone would be a second command: the whole check in one
+    # process instead.
+    workers = [f"GPU_CHECK_WORKERS={args.workers}"] if args.workers else []
     gpu_check = (["make", "--no-print-directory", "gpu-check", f"PY={py}",
-                  f"GPU_CHECK_DEVICES={args.device}"] if shutil.which("make") else
+                  f"GPU_CHECK_DEVICES={args.device}", *workers] if shutil.which("make") else
                  [py, "-m", "pytest", "-m", "device", "-p", "no:cacheprovider", "--durations=15"])
     commands: dict[str, Callable[[], list[str]]] = {
         "gpu-check": lambda: gpu_check,

@@ -4,6 +4,8 @@ otherwise a comma-separated list of device specs."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import signal
 
 import numpy as np
@@ -28,12 +30,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "cl_ctx" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.device)
+    # The longest tests first (a stable sort keeps the rest in order): pytest-xdist hands out
+    # the first tests one to each process, so spread over processes they overlap the others
+    # instead of ending the run alone.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
 def ctx(cl_ctx: pyclperf.Context) -> pyclperf.Context:
     """The device under test: pyclperf's own pytest plugin (pyclperf.testing) parametrises
-    ``cl_ctx`` over the devices PYCLPERF_TEST_DEVICES selects, one context each per session."""
+    ``cl_ctx`` over the devices PYCLPERF_TEST_DEVICES selects, one context each per session.
+    The verdict on its event clock is taken as it opens (device/clocks.py: measured once per
+    device and driver into the user's cache, read from there afterwards): `make gpu-check`
+    takes it in the part that has the device to itself, so that tests running side by side
+    later read it instead of each judging the clock on a shared device."""
+    from pyclperf.device import clocks
+
+    clocks.event_clock(cl_ctx)
     return cl_ctx
 
 
@@ -76,13 +89,23 @@ def roofline_profiles(ctx: pyclperf.Context, tmp_path_factory: pytest.TempPathFa
 
     spec = f"{ctx.info.platform_index}:{ctx.info.device_index}"
     if spec not in _PROFILES:
-        folder = tmp_path_factory.mktemp("profiles")
-        printed = io.StringIO()
-        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(printed):
-            mp.setenv("PYCLPERF_PROFILES", str(folder))
-            mp.setenv("MPLBACKEND", "Agg")
-            assert cli.main(["profile", "--quick", "--device", spec]) == 0
-        _PROFILES[spec] = (folder, printed.getvalue())
+        # pytest-xdist's processes share one base folder: the first to get here measures the
+        # profile, under a lock, and the others read what it measured.
+        base = tmp_path_factory.getbasetemp()
+        shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+        folder = shared / f"profiles-{spec.replace(':', '-')}"
+        with open(shared / f"profiles-{spec.replace(':', '-')}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            printed_file = folder / "printed.txt"
+            if not printed_file.exists():
+                folder.mkdir(parents=True, exist_ok=True)
+                printed = io.StringIO()
+                with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(printed):
+                    mp.setenv("PYCLPERF_PROFILES", str(folder))
+                    mp.setenv("MPLBACKEND", "Agg")
+                    assert cli.main(["profile", "--quick", "--device", spec]) == 0
+                printed_file.write_text(printed.getvalue())
+        _PROFILES[spec] = (folder, printed_file.read_text())
     return _PROFILES[spec]
 
 

@@ -4,6 +4,7 @@ memory ceiling costs one ``out of memory`` row, while the sweep goes on."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -162,3 +163,77 @@ def test_a_worker_that_dies_of_a_refused_allocation_is_out_of_memory(ctx):
     assert by[1]["status"] == "out of memory" and "SIGABRT" in by[1]["error"], by[1]
     assert "std::bad_alloc" in by[1]["error"] and "512.0 MiB" in by[1]["error"]
     assert by[0]["status"] == by[2]["status"] == "ok", res.rows
+
+
+# A driver that maps 1 GiB of private memory as a context is created (as NVIDIA's OpenCL maps
+# much as it starts), and finds no device where it cannot: installed in the worker processes
+# through a sitecustomize on their PYTHONPATH.
+GREEDY_DRIVER = '''
+import mmap
+from pyclperf import _core
+from pyclperf.device import context
+
+_real = context.Context.__init__
+_held = []
+
+
+def _greedy(self, *args, **kwargs):
+    try:
+        _held.append(mmap.mmap(-1, 1 << 30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS))
+    except OSError:
+        raise _core.InvalidArgumentError(
+            "device matches no OpenCL device; no OpenCL device found (is an ICD such as "
+            "pocl-opencl-icd installed?)") from None
+    _real(self, *args, **kwargs)
+
+
+context.Context.__init__ = _greedy
+'''
+
+
+@pytest.fixture
+def greedy_driver(tmp_path, monkeypatch):
+    folder = tmp_path / "greedy"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(GREEDY_DRIVER)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p))
+    from pyclperf.tuner import worker_process
+
+    monkeypatch.setattr(worker_process, "_OPENED_BEFORE_CEILING", set())
+
+
+def test_a_driver_that_maps_much_as_it_starts_opens_and_the_ceiling_still_holds(ctx, rng, greedy_driver):
+    """The ceiling bounds what a configuration allocates, not the driver: the worker opens the
+    device first and takes the ceiling on top, and a configuration past it is still out of
+    memory while the others run."""
+    n = 1024
+    src = "__kernel void twice(__global float* y, __global const float* x) {" \
+          " int i = get_global_id(0); y[i] = 2.0f * x[i]; }"
+    x = rng.standard_normal(n).astype(np.float32)
+
+    def output(config):
+        if config["GREEDY"] == 1:
+            hog = np.ones(1 << 30, np.uint8)  # 1 GiB, past the ceiling
+            hog[::4096] = 2
+        return np.zeros(n, np.float32)
+
+    res = tune(src, "twice", n, [output, x], {"block_size_x": [64], "GREEDY": [0, 1, 2]},
+               verify=Verify(answer=[2 * x, None]),
+               execution=Execution(memory_limit=CEILING, progress=False))
+    by = {r["GREEDY"]: r for r in res.rows}
+    assert by[0]["status"] == by[2]["status"] == "ok", res.rows
+    assert by[1]["status"] == "out of memory" and "512.0 MiB" in by[1]["error"], by[1]
+    from pyclperf.tuner import worker_process
+
+    # The first worker was refused the device under the ceiling (what every worker met before
+    # the ceiling could follow the opening): the later ones opened first.
+    assert worker_process._OPENED_BEFORE_CEILING, "the greedy driver started under the ceiling"
+
+
+def test_a_device_refused_under_the_ceiling_names_the_ceiling(monkeypatch):
+    monkeypatch.setattr(ceiling, "applied", 512 << 20)
+    said = ceiling.open_refused("1:0", RuntimeError("device '1:0' matches no OpenCL device; no "
+                                                   "OpenCL device found (is an ICD such as "
+                                                   "pocl-opencl-icd installed?)"))
+    assert "memory ceiling of 512.0 MiB (memory_limit=), the likely cause" in said
+    assert "matches no OpenCL device" in said and "ICD" not in said and "\n" not in said

@@ -128,6 +128,7 @@ def test_noise_is_said_out_loud():
     assert noise_note({"spread_pct": NOISY_SPREAD_PCT / 2}) == ""
 
 
+@pytest.mark.serial  # two runs must agree: other tests on the same device would load one of them
 def test_two_runs_of_offset_agree(ctx):
     # Adaptive timing keeps two runs of the same point close even on a CPU device shared with
     # other work: launches continue until a quarter of a second of kernel time (thousands of

@@ -41,6 +41,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_experiments_share_one_process_and_keep_their_own_seconds(ctx, tmp_path, worker):
     logs = tmp_path / "logs"
     logs.mkdir()

@@ -56,6 +56,7 @@ def run_example(path: Path) -> Any:
     return runpy.run_path(str(path))["tune"]()
 
 
+@pytest.mark.slow
 def test_the_opencl_vector_add_example_runs_and_stores_t4_files(as_kernel_tuner: Path,
                                                                ctx: pyclperf.Context) -> None:
     results = run_example(EXAMPLES / "opencl" / "vector_add.py")
@@ -77,6 +78,7 @@ def test_the_opencl_vector_add_example_runs_and_stores_t4_files(as_kernel_tuner:
 
 @pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("optuna", "scipy")),
                     reason='the strategies need the tune extra (pip install "pyclperf[tune]")')
+@pytest.mark.slow
 def test_the_hip_simulation_example_replays_a_cache_pyclperf_measured(
         as_kernel_tuner: Path, ctx: pyclperf.Context) -> None:
     """Kernel Tuner's HIP script replays the cache its vector_add.py would have written; here

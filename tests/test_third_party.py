@@ -371,6 +371,7 @@ def test_kernel_tuner_reduction_example(ctx, rng):
     assert all(r["status"] == "ok" for r in res.rows), [r["error"] for r in res.rows]
 
 
+@pytest.mark.slow
 def test_kernel_tuner_stencil_example_writes_only_the_interior(ctx, rng):
     """The example passes x_new = copy of x_old, and the kernel leaves the border alone: it
     keeps its input, which is what the answer says there. With the defaults the border is found

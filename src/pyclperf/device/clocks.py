@@ -4,10 +4,12 @@ a device, before any figure rests on it.
 Some conformant OpenCL drivers report profiling timestamps that are not times (queued 0, submit
 1, start 2, end 3 for every command, a timer resolution of 0). Every event-timed figure on such a
 device is fiction, so pyclperf checks the clock first, with a copy kernel over a ladder of sizes
-(1 Ki floats, 4 Ki, ... until one launch takes half a millisecond on the host clock, within a
-sixteenth of the device's memory): each rung's launches are timed by events, back to back with one wait
-(their wall time on the host's steady clock beside them), and again one at a time by the host
-clock. The clock is unusable when
+(1 Ki floats, 4 Ki, ... until one launch takes half a millisecond on the host clock and 4x what
+the first rung took there, within a sixteenth of the device's memory; the second condition keeps
+a slow or busy host, whose first rung may already take half a millisecond, climbing until the
+work outweighs the launch, so that the growth of event durations can be judged): each rung's
+launches are timed by events, back to back with one wait (their wall time on the host's steady
+clock beside them), and again one at a time by the host clock. The clock is unusable when
 
 * the device reports a timer resolution of 0 ns;
 * the largest rung's launches have event durations of 0;
@@ -42,10 +44,11 @@ from .. import _core
 
 METHODS = ("auto", "events", "host")
 # Bumped whenever the criteria change, so a cached verdict by older criteria is measured again.
-CRITERIA = 1
+CRITERIA = 2
 LADDER = tuple(1 << k for k in range(10, 29, 2))  # 1 Ki, 4 Ki .. 256 Mi floats copied
 LAUNCHES = 5              # timed launches per rung and per clock
-ENOUGH_HOST_NS = 0.5e6    # a rung whose launches take this long on the host clock ends the climb
+ENOUGH_HOST_NS = 0.5e6    # a rung whose launches take this long on the host clock ends the climb,
+                          # where they also take GROWTH_HOST x the first rung's
 LONG_LAUNCH_NS = 50e3     # a launch this long is mostly work: events must account for its time
 MAX_WALL_OVER_EVENTS = 10.0
 MAX_EVENTS_OVER_WALL = 1.5
@@ -202,7 +205,7 @@ def measure_event_clock(ctx: Any) -> EventClock:
         rungs.append({"items": items, "event_median_ns": float(np.median(events)),
                       "event_min_ns": float(events.min()), "event_sum_ns": float(events.sum()),
                       "wall_ns": wall_ns, "host_median_ns": float(np.median(host))})
-        if rungs[-1]["host_median_ns"] >= ENOUGH_HOST_NS:
+        if rungs[-1]["host_median_ns"] >= max(ENOUGH_HOST_NS, GROWTH_HOST * rungs[0]["host_median_ns"]):
             break
     problems = judge(resolution, rungs)
     return EventClock(not problems, tuple(problems), resolution, tuple(rungs), str(info.name),

@@ -15,7 +15,11 @@ worker that ran it is replaced.
 
 Under AddressSanitizer (make sanitize) the shadow memory the sanitizer maps as the process starts
 counts as data too, tens of TiB of it with nothing behind it, so there the ceiling is taken on
-top of what is mapped when the worker sets it.
+top of what is mapped when the worker sets it. Some GPU drivers (NVIDIA's OpenCL) map much private
+memory as they start, so that under a ceiling set as the worker starts they find no device at
+all: the ceiling bounds what a configuration allocates, not the driver, so where opening the
+device fails under it the worker is started again to open the device first and set the ceiling
+on top of what is then mapped (tuner/worker_process.py).
 
 By default the ceiling is DEFAULT_SHARE of the memory this machine has available when the worker
 starts (MemAvailable), at least FLOOR; ``memory_limit=`` sets it.
@@ -92,9 +96,10 @@ def resolve(requested: int | None) -> int | None:
     return max(FLOOR, int(available * DEFAULT_SHARE))
 
 
-def apply(limit: int | None) -> None:
-    """Set the ceiling on this process (a worker, as it starts); nothing where ``limit`` is None
-    or the platform has no such limit. A hard limit set from outside already lower is kept."""
+def apply(limit: int | None, on_top_of_mapped: bool = False) -> None:
+    """Set the ceiling on this process (a worker, as it starts, or once its device is open:
+    ``on_top_of_mapped``, above the data mapped by then); nothing where ``limit`` is None or the
+    platform has no such limit. A hard limit set from outside already lower is kept."""
     global applied
     if limit is None:
         return
@@ -102,7 +107,7 @@ def apply(limit: int | None) -> None:
         import resource
 
         _, hard = resource.getrlimit(resource.RLIMIT_DATA)
-        total = limit + sanitizer_shadow()
+        total = limit + (mapped_data() if on_top_of_mapped else sanitizer_shadow())
         if hard != resource.RLIM_INFINITY:
             total = min(total, hard)
         resource.setrlimit(resource.RLIMIT_DATA, (total, total))
@@ -111,18 +116,36 @@ def apply(limit: int | None) -> None:
     applied = int(min(limit, total))
 
 
-def sanitizer_shadow() -> int:
-    """The data mapped so far by this process where AddressSanitizer runs in it (its shadow
-    memory counts against RLIMIT_DATA), else 0."""
+def mapped_data() -> int:
+    """The private writable memory this process has mapped so far (what RLIMIT_DATA counts:
+    VmData), 0 where it cannot be read."""
     try:
-        if "libasan" not in Path("/proc/self/maps").read_text():
-            return 0
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmData:"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return 0
+
+
+def sanitizer_shadow() -> int:
+    """The data mapped so far by this process where AddressSanitizer runs in it (its shadow
+    memory counts against RLIMIT_DATA), else 0."""
+    try:
+        if "libasan" not in Path("/proc/self/maps").read_text():
+            return 0
+    except OSError:
+        return 0
+    return mapped_data()
+
+
+def open_refused(spec: str, exc: BaseException) -> str:
+    """Why the worker could not open ``spec`` under its ceiling, naming the ceiling as the likely
+    cause (the driver's own words are often about a missing driver)."""
+    said = str(exc).split("; ")[0]
+    return (f"device {spec or 'default'!r} could not be opened under the worker's memory ceiling "
+            f"of {human_bytes(applied or 0)} (memory_limit=), the likely cause: the driver maps "
+            f"memory as it starts ({type(exc).__name__}: {said})")
 
 
 def ran_out(text: str) -> bool:

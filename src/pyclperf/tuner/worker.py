@@ -1,5 +1,5 @@
 """The worker process of a supervised sweep: ``python -m pyclperf.tuner.worker IN OUT
-[FAULTS [MEMORY_LIMIT]]``.
+[FAULTS [MEMORY_LIMIT [WHEN]]]``.
 
 It holds the OpenCL context, the programs and the buffers; the sweep's own process only sends
 requests through the pipe ``IN`` and reads replies from ``OUT`` (see supervisor.py). Whatever a
@@ -7,7 +7,11 @@ configuration does here (a segfault, a heap corrupted by a write far past an arr
 error that poisons the process, a kernel that never ends) costs this process, never the
 caller's. On a device that works in host memory, ``FAULTS`` is the file where the arguments'
 fenced buffers and the address of a fault are recorded (tuner/fences.py); ``MEMORY_LIMIT``, in
-bytes, is the most private memory it may hold (tuner/ceiling.py; 0: none).
+bytes, is the most private memory it may hold (tuner/ceiling.py; 0: none), set as the process
+starts (``WHEN`` "at-start", the default: a CPU device such as PoCL's sizes its memory by it) or
+once the device is open, on top of what its driver mapped (``WHEN`` "after-open": for a driver
+that cannot start under it; an "open" refused under the ceiling answers ("refused under the
+ceiling", text), and the supervisor starts a worker of that kind).
 
 Requests, each a tuple:
   ("open", device_spec, sys_path)  -> ("ready", device summary)
@@ -93,8 +97,11 @@ def refusal(exc: BaseException) -> tuple[Any, ...]:
 class Server:
     """One worker's state: its context and the job it serves."""
 
-    def __init__(self, fault_fd: int = -1) -> None:
+    def __init__(self, fault_fd: int = -1, ceiling_after_open: int | None = None) -> None:
         self.ctx: Any = None
+        # The memory ceiling to set once the device is open (None: set as the process started,
+        # or none).
+        self.ceiling_after_open = ceiling_after_open
         self.job: Any = None
         # The supervisor's fault record file (tuner/fences.py); -1 without one. ``fenced``:
         # this device works in host memory, so arguments get fenced buffers.
@@ -108,7 +115,16 @@ class Server:
         from ..device.context import Context
         from ..device.devices import device_summary
 
-        self.ctx = Context(spec or None)
+        from . import ceiling
+
+        try:
+            self.ctx = Context(spec or None)
+        except Exception as exc:  # noqa: BLE001 - a driver refused: said in the supervisor's terms
+            if ceiling.applied is None:
+                raise
+            return ("refused under the ceiling", ceiling.open_refused(spec, exc))
+        if self.ceiling_after_open:
+            ceiling.apply(self.ceiling_after_open, on_top_of_mapped=True)
         if self.fault_fd >= 0:
             from .. import _core
             from .fences import works_in_host_memory
@@ -197,11 +213,13 @@ def main(argv: list[str]) -> int:
     _die_with_parent()
     from . import ceiling, console
 
-    if len(argv) > 4 and int(argv[4]) > 0:
-        ceiling.apply(int(argv[4]))
+    limit = int(argv[4]) if len(argv) > 4 and int(argv[4]) > 0 else None
+    after_open = len(argv) > 5 and argv[5] == "after-open"
+    if limit is not None and not after_open:
+        ceiling.apply(limit)
     console.CAPTURE = False  # this process's stderr is its log, read per configuration
     fd_in, fd_out = int(argv[1]), int(argv[2])
-    server = Server(int(argv[3]) if len(argv) > 3 else -1)
+    server = Server(int(argv[3]) if len(argv) > 3 else -1, limit if after_open else None)
     while True:
         try:
             request = channel.loads(channel.receive(fd_in))

@@ -36,6 +36,12 @@ class Worker:
         # What the caller asked for (None: the default), and the ceiling that gives now.
         self.memory_request = memory_limit
         self.memory_limit = ceiling.resolve(memory_limit)
+        # Whether the ceiling is set after the device is open (on top of what its driver mapped)
+        # rather than as the process starts: for a device whose driver cannot start under it.
+        self.ceiling_after_open = device in _OPENED_BEFORE_CEILING
+        self._start()
+
+    def _start(self) -> None:
         self.log = tempfile.TemporaryFile(prefix="pyclperf-worker-")
         # Where the worker records its fenced buffers and the address of a fault that ends it
         # (tuner/fences.py); shared with it, so it outlives the worker.
@@ -52,7 +58,8 @@ class Worker:
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "pyclperf.tuner.worker", str(to_child_r), str(from_child_w),
-                 str(self.faults.fileno()), str(self.memory_limit or 0)],
+                 str(self.faults.fileno()), str(self.memory_limit or 0),
+                 "after-open" if self.ceiling_after_open else "at-start"],
                 pass_fds=(to_child_r, from_child_w, self.faults.fileno()), stdin=subprocess.DEVNULL, stdout=self.log,
                 stderr=subprocess.STDOUT, env=env, cwd=os.getcwd())
         finally:
@@ -65,7 +72,7 @@ class Worker:
         self._summary: dict[str, Any] | None = None
         # The device is opened while the caller goes on (serialising the job, say): the reply
         # is read when first needed.
-        message, _ = channel.dumps(("open", device, [p or os.getcwd() for p in sys.path]))
+        message, _ = channel.dumps(("open", self.device, [p or os.getcwd() for p in sys.path]))
         channel.send(self.to_child, message)
         self._opening = True      # the "open" reply is still to be read (_opened)
         # True while a reply is being waited for, until it is read whole. A worker left so
@@ -93,6 +100,16 @@ class Worker:
                     "(memory_limit=)" if self.memory_limit and ceiling.ran_out(why) else "")
             raise WorkerFailed(f"the worker process could not open device {self.device!r}"
                                f"{note}: it {why}") from None
+        if reply[0] == "refused under the ceiling" and not self.ceiling_after_open:
+            # The driver could not start within the ceiling (it maps much as it opens): a new
+            # worker opens the device first and takes the ceiling on top of that, as every
+            # worker for this device does from now on.
+            self.kill()
+            _OPENED_BEFORE_CEILING.add(self.device)
+            self.ceiling_after_open = True
+            self._start()
+            self._opened()
+            return
         if reply[0] != "ready":
             self.kill()
             raise WorkerFailed(f"the worker process could not open device {self.device!r}: "
@@ -207,6 +224,9 @@ class Worker:
 
 
 _live: "weakref.WeakSet[Worker]" = weakref.WeakSet()
+# The devices whose driver could not start under a worker's memory ceiling: their workers open
+# the device before they set it.
+_OPENED_BEFORE_CEILING: set[str] = set()
 
 
 def worker_pids() -> set[int]:
