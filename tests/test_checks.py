@@ -97,7 +97,7 @@ def test_the_launch_check_is_the_cores(ctx):
 # --- verification at device speed (kernels/verify.cl) --------------------------------------------
 
 def test_the_device_generator_is_the_numpy_one(ctx):
-    from pyclperf.measure.checks import DeviceCheck, random_words
+    from pyclperf.measure.device_check import DeviceCheck, random_words
 
     dev = DeviceCheck(ctx)
     for seed, n in ((0, 1), (1, 1000), (2**63 + 12345, 4099), (2**64 - 1, 300)):
@@ -115,7 +115,7 @@ def test_the_device_generator_is_the_numpy_one(ctx):
 
 
 def test_the_device_compare_counts_and_names_the_first(ctx):
-    from pyclperf.measure.checks import DeviceCheck, random_words
+    from pyclperf.measure.device_check import DeviceCheck, random_words
 
     dev = DeviceCheck(ctx)
     n, seed = 5000, 99

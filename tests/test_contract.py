@@ -156,7 +156,7 @@ def test_one_file_per_experiment_named_after_its_id():
     for cls in REGISTRY.values():
         assert cls.__module__ == f"pyclperf.experiments.{cls.id}", (cls.id, cls.__module__)
     # Each kernel file is one experiment's, or a shared one: the copy kernels four of them
-    # share and the device-side generator and compare (checks.DeviceCheck). (bandwidth.cl is
+    # share and the device-side generator and compare (device_check.DeviceCheck). (bandwidth.cl is
     # the bandwidth experiment's; benchmarks/honest_reference.py uses it too.) checksum.cl is
     # the tuner's: guard zones and const inputs checked on the device (measure/intact.py).
     # ceilings.cl is the device profile's (pyclperf/roofline/ceilings.py); flush.cl empties the

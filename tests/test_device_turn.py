@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pyclperf.measure import device_turn
-from pyclperf.measure.device_turn import TURNS_ENV
+from pyclperf.device import turns as device_turn
+from pyclperf.device.turns import TURNS_ENV
 
 
 def _lane(folder: str, log: str, name: str, rounds: int, quiet: bool, hold_s: float,
@@ -21,7 +21,7 @@ def _lane(folder: str, log: str, name: str, rounds: int, quiet: bool, hold_s: fl
     """One process: ``rounds`` experiments, each a device phase, a host section, a device phase;
     every phase's start and end appended to ``log``."""
     os.environ[TURNS_ENV] = folder
-    from pyclperf.measure.device_turn import device_turn as turn, host_only
+    from pyclperf.device.turns import device_turn as turn, host_only
 
     def mark(kind: str, fn) -> None:
         begun = time.monotonic()

@@ -17,6 +17,7 @@ from .icd import restore_environment
 from .devices import PROBE_SOURCE, DeviceSpec, device_summary, select_device
 from .program import Program
 from .sources import kernel_source
+from .turns import host_only
 
 
 class Context(_core.Context):
@@ -163,7 +164,8 @@ class Context(_core.Context):
                 if key in self._programs:
                     self._programs.move_to_end(key)
                     return self._programs[key]
-        built = Program(self, source, list(pairs), options)
+        with host_only():  # the compiler's work, on the host: another process may measure
+            built = Program(self, source, list(pairs), options)
         if cache:
             with self._programs_lock:
                 built = self._programs.setdefault(key, built)  # another thread's, if it won
@@ -218,7 +220,8 @@ class Context(_core.Context):
                 return False
 
         workers = min(len(todo), _PREBUILD_THREADS, os.cpu_count() or 1)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pyclperf-build") as pool:
+        with host_only(), ThreadPoolExecutor(max_workers=workers,
+                                             thread_name_prefix="pyclperf-build") as pool:
             return sum(pool.map(build, todo))
 
 

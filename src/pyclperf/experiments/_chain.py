@@ -20,7 +20,7 @@ check of the device's walk needs no host walk at all.
 """
 
 from __future__ import annotations
-from ..measure.device_turn import host_work
+from ..device.turns import host_work
 
 from dataclasses import dataclass
 

@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..measure.checks import DeviceCheck, poison_device
+from ..measure.checks import poison_device
+from ..measure.device_check import DeviceCheck
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, check_copy, positive, whole_groups
 from .base import Check, Experiment, Launch
 
-# Above this many elements a point is verified on the device (checks.DeviceCheck: generated
+# Above this many elements a point is verified on the device (device_check.DeviceCheck: generated
 # input, compared in place) instead of through a host round trip of the whole buffer.
 DEVICE_CHECK_ELEMENTS = 1 << 24
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare_close, gamma, max_abs_error, poison_device
-from ..measure.device_turn import host_work
+from ..device.turns import host_work
 from ..measure.parallel import map_chunks
 from ._kit import FLOAT
 from .base import Check, Launch

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare_close, max_abs_error, poison_device
-from ..measure.device_turn import host_work
+from ..device.turns import host_work
 from ..device.program import ceil_to
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, EPS32, pick, positive

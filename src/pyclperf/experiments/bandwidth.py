@@ -39,7 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..measure.device_turn import host_only, host_work
+from ..device.turns import host_only, host_work
 from ..reference import tool_figures
 from ..measure.checks import (FLT_MIN, POISON_U32, compare, compare_close, gamma, poison_device,
                       poison_pattern, random_bytes)
@@ -88,7 +88,6 @@ TIE_STRIDE = 17
 TIE_FRACTION = 1 / TIE_STRIDE
 
 
-@host_work
 def convert_input(rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` finite floats with random signs and mantissas: most over the normal half exponents
     2^-14 .. 2^15, some below the smallest half, in its subnormal range and past 65504 (see

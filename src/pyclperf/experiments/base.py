@@ -12,10 +12,10 @@ An experiment (``Experiment``) declares:
 * optionally ``skip(point)``: why a point cannot run here (a missing feature), else None.
 
 The base class does the rest, once: skipping, the launch check (the core's validate_launch),
-verifying, adaptive timing (pyclperf.measure.timing.time_steps: rounds of back-to-back launches
-until the median's confidence interval is narrow enough, measure.timing_policy), the row (statistics, bandwidth, operations per second, spread and the
-``noisy`` flag) and its status (pyclperf.measure.results). Experiments that time something other than
-kernel launches (transfers, batching, timers, peak) subclass ``Sweep`` and write ``measure``.
+verifying, adaptive timing (measure.timing.time_steps: rounds of back-to-back launches until the
+median's confidence interval is narrow enough, measure.timing_policy), the row (statistics,
+bandwidth, operations per second, spread, ``noisy``) and its status (measure.results). Sweeps
+timing other than kernel launches (transfers, batching, timers, peak) write ``measure``.
 """
 
 from __future__ import annotations
@@ -83,13 +83,10 @@ class Sweep(ABC):
     policy: Policy = timing_policy.DEFAULT
     adaptive: bool = False
     order: int = 1000  # place in the catalogue: the source documents' order (timing first)
-    # True: the guide runs it in a process of its own (a kernel that spins or waits on the
-    # device, register-pressure builds a driver may abort on, another runtime loaded beside
-    # OpenCL); False: it shares the guide's worker process with the others in turn.
+    # True: the guide runs it in a process of its own (a kernel that spins on the device, builds
+    # a driver may abort on, another runtime beside OpenCL); False: it shares a worker.
     isolate: bool = False
-    # True: what it measures is disturbed by the host's own work (transfers over the host's
-    # bus, the host's clocks): where the guide runs experiments side by side, no other runs
-    # host work while this one runs (measure.device_turn's quiet turn).
+    # True: host work disturbs what it measures (bus, clocks): no lane works beside it (turns.py)
     quiet: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

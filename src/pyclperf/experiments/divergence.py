@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close
-from ..measure.device_turn import host_work
+from ..device.turns import host_work
 from ..theory.limits import warp_size
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, round_trip, whole_groups

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare, poison_device
-from ..measure.device_turn import host_work
+from ..device.turns import host_work
 from ..measure.parallel import map_chunks
 from ..measure.results import OK, Results
 from ._kit import (FLOAT, by_variant, check_image_side, conclude_variants,

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare, drawn, poison_device, random_bytes
-from ..measure.device_turn import host_work
+from ..device.turns import host_work
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, default_groups, pick, positive
 from .base import Check, Experiment, Launch

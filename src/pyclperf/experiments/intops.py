@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare
-from ..measure.device_turn import host_work
+from ..device.turns import host_work
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import Throughput

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close
-from ..measure.device_turn import host_work
+from ..device.turns import host_work
 from ..theory.limits import parse_registers, verbose_build_options
 from ..measure.results import OK, Results
 from ._kit import FLOAT, round_trip, whole_groups

@@ -11,7 +11,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ..measure.checks import ulp_error
-from ..measure.device_turn import host_work
+from ..device.turns import host_work
 from ..measure.results import OK, WRONG, Results
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import EPS, HALF_EPS, Throughput, fmt

@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close, gamma, max_abs_error, poison_device
-from ..measure.device_turn import host_work
+from ..device.turns import host_work
 from ..measure.parallel import map_chunks
 from ..measure.results import OK, SKIPPED, Results
 from ._kit import FLOAT, check_image_side, no_images_reason, pick

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import FLT_MIN, POISON_U32, compare_ulp, poison_device, ulp32
-from ..measure.device_turn import host_work
+from ..device.turns import host_work
 from ..measure.parallel import map_chunks
 from ..measure.results import OK, Results
 from ._kit import (FLOAT, by_variant, check_image_side, conclude_variants,

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close, max_abs_error, poison_device
-from ..measure.device_turn import host_work
+from ..device.turns import host_work
 from ..measure.parallel import map_chunks
 from ..device.program import ceil_to
 from ..measure.results import OK, Results

@@ -2,7 +2,7 @@
 
 On a GPU most of an experiment's seconds are host work (inputs drawn, NumPy references
 computed and compared) while its kernels run for well under a second. Lanes run experiments in
-separate worker processes at the same time; measure/device_turn.py lets one lane at a time have
+separate worker processes at the same time; device/turns.py lets one lane at a time have
 work on the device, so no measurement overlaps another's, while the others' host work runs on
 the host's other cores.
 
@@ -82,7 +82,7 @@ def run_in_lanes(ids: Sequence[str], lanes: int, start_one: Callable[[str, float
     return outcomes, False
 
 
-def turns_summary(turns: Sequence[dict[str, Any]], wall_s: float, longest: int = 6) -> str:
+def turns_summary(turns: Sequence[dict[str, Any]], wall_s: float, longest: int = 8) -> str:
     """One line: how long the device's turn was held in all, against the run's wall time, and
     the experiments that held it longest (what bounds a run in lanes)."""
     total = sum(t["held_s"] for t in turns)

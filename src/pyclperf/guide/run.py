@@ -156,7 +156,7 @@ class Runner:
     process of its own where the experiment's class says ``isolate``. Call ``close`` when done.
 
     ``lanes`` shared workers run experiments side by side (guide/lanes.py), taking turns at the
-    device (measure/device_turn.py); one lane runs them in turn. The process of its own is a
+    device (device/turns.py); one lane runs them in turn. The process of its own is a
     worker too, used for that one experiment and then closed: one is started ahead (the spare),
     so its interpreter and imports (a second or two) are ready while the experiments before it
     run, and the next is started as soon as it is taken. Calls may come from several threads."""
@@ -164,7 +164,7 @@ class Runner:
     def __init__(self, lanes: int = 1) -> None:
         import queue
 
-        from ..measure.device_turn import TURNS_ENV
+        from ..device.turns import TURNS_ENV
         from .worker import SharedWorker
 
         self.logs = tempfile.TemporaryDirectory(prefix="pyclperf-guide-")
@@ -257,7 +257,7 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     from tqdm import tqdm
 
     from ..measure.writer import check_out_dir
-    from ..measure.device_turn import TURNS_ENV, held
+    from ..device.turns import TURNS_ENV, held
     from .lanes import lanes_for, run_in_lanes, turns_summary
     from .report import FiguresAhead, write_guide
 

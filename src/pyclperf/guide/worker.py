@@ -29,7 +29,7 @@ from typing import IO, Any, Sequence
 
 def _run(argv: Sequence[str], log: str) -> int:
     """``pyclperf run *argv`` in this process, its output into ``log``; its exit code."""
-    from ..measure.device_turn import device_turn
+    from ..device.turns import device_turn
     from ..views.command_line import call
     from ..views.run_command import cmd_run, parser
 

@@ -8,9 +8,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..device.turns import host_work
 from .parallel import CHUNK, chunks, map_chunks, threads
 from .poison import POISON_U32, poison_pattern  # noqa: F401  (the experiments' names)
-from .device_turn import host_work
 
 
 def drawn(rng: np.random.Generator, n: int, dtype: Any,
@@ -199,7 +199,6 @@ def _count_outside(got: np.ndarray, want: np.ndarray, atol: Any, rtol: Any) -> i
     return sum(map_chunks(count, g.size))
 
 
-@host_work
 def max_abs_error(got: np.ndarray, want: np.ndarray) -> float:
     """The largest |got - want| among finite differences (NaN where none is finite), a chunk at
     a time on the host's cores."""
@@ -253,7 +252,6 @@ def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return err
 
 
-@host_work
 def compare_ulp(got: np.ndarray, ref: np.ndarray, max_ulp: float,
                 what: str = "values") -> tuple[bool, str]:
     """Each float32 result within ``max_ulp`` ULPs of the float64 reference; a non-finite result
@@ -269,7 +267,6 @@ def compare_ulp(got: np.ndarray, ref: np.ndarray, max_ulp: float,
                                  lambda i: f" ({ulps.reshape(-1)[i]:.3g} ulp)")
 
 
-@host_work
 def landed(out: np.ndarray, data: np.ndarray) -> tuple[bool, str]:
     """Whether ``out`` starts with ``data`` and keeps the poison after it (no overrun).
 
@@ -284,7 +281,6 @@ def landed(out: np.ndarray, data: np.ndarray) -> tuple[bool, str]:
     return ok, detail
 
 
-@host_work
 def product_tolerance(k: int, magnitude: np.ndarray) -> np.ndarray:
     """How far a float32 dot product of length ``k`` may lie from the exact one.
 
@@ -318,7 +314,6 @@ def product_reference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndar
     return want, tol
 
 
-@host_work
 def within_product(got: np.ndarray, want: np.ndarray, tol: np.ndarray,
                    what: str = "elements of C") -> tuple[bool, str]:
     """Whether ``got`` lies within ``tol`` of ``want`` (product_reference's), a chunk at a time
@@ -341,71 +336,3 @@ def check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray,
     if got.shape != (a.shape[0], b.shape[1]):
         return False, f"{what}: shape {got.shape}, expected {(a.shape[0], b.shape[1])}"
     return within_product(got, *product_reference(a, b), what)
-
-
-# --- verification at device speed ---------------------------------------------------------------
-# kernels/verify.cl generates the input on the device and compares the output there; the host
-# reads back a few words. The NumPy twin of its generator (random_words) is what the tests hold
-# the device to. Experiments use it for large buffers and keep the host compare, the reference,
-# for small ones.
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-FIRST_MISMATCHES = 8  # indices the device compare reports besides the count and the lowest
-
-
-def random_words(seed: int, n: int, offset: int = 0) -> np.ndarray:
-    """kernels/verify.cl's random_word(seed, i) for i = offset .. offset + n - 1, as uint32: the
-    splitmix64 finaliser of seed + (i + 1) * 0x9E3779B97F4A7C15, high 32 bits (arithmetic
-    modulo 2^64, as uint64 arrays wrap)."""
-    i = np.arange(offset, offset + n, dtype=np.uint64)
-    z = (i + np.uint64(1)) * _GOLDEN + np.uint64(seed)
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    z ^= z >> np.uint64(31)
-    return (z >> np.uint64(32)).astype(np.uint32)
-
-
-class DeviceCheck:
-    """The generator and the compare of kernels/verify.cl, for one context."""
-
-    def __init__(self, ctx: Any) -> None:
-        program = ctx.program(file="verify.cl", defines={"FIRST": FIRST_MISMATCHES})
-        self._fill = program.kernel("fill_random")
-        self._compare = program.kernel("compare_copy")
-        self._result = ctx.buffer(4 * (2 + FIRST_MISMATCHES))
-
-    @staticmethod
-    def _groups(n: int) -> int:
-        return -(-n // 256) * 256
-
-    def fill(self, buffer: Any, n: int, seed: int) -> None:
-        """The first ``n`` uint32 words of ``buffer`` := random_words(seed, n)."""
-        self._fill.set_args(buffer, np.uint64(seed), np.uint32(n))
-        self._fill.run(self._groups(n), 256)
-
-    def compare_copy(self, buffer: Any, n: int, seed: int, written: slice,
-                     what: str = "checked elements") -> tuple[bool, str]:
-        """Whether ``buffer``'s first ``n`` words hold random_words(seed) at the indices
-        ``written`` selects and the poison everywhere else; like compare, the detail says how
-        many differ and the first (with what it held and should have)."""
-        start, stop, step = written.indices(n)
-        init = np.zeros(2 + FIRST_MISMATCHES, np.uint32)
-        init[1] = np.uint32(0xFFFFFFFF)
-        self._result.write(init)
-        self._compare.set_args(buffer, np.uint64(seed), np.uint32(n), np.uint32(start),
-                               np.uint32(max(stop, start)), np.uint32(step), POISON_U32, self._result)
-        self._compare.run(self._groups(n), 256)
-        result = np.empty_like(init)
-        self._result.read(result)
-        count, first = int(result[0]), int(result[1])
-        if count == 0:
-            return True, ""
-        got = np.empty(1, np.uint32)
-        buffer.read(got, offset=4 * first)
-        touched = start <= first < stop and (first - start) % step == 0
-        want = random_words(seed, 1, first)[0] if touched else POISON_U32
-        others = sorted(int(v) for v in result[2:2 + min(count, FIRST_MISMATCHES)])
-        return False, mismatch_report(count, n, what, first, got[0], want,
-                                      " (device-side compare)", f"; found at {others}")

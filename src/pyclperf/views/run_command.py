@@ -36,11 +36,9 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     from ..device.clocks import timing_for
     from ..device.context import Context
-    from ..experiments import get, run
-    from ..measure.results import NOT_FAILED, OK, SUSPECT
-    from ..measure.stats import NOISY_SPREAD_PCT
+    from ..device.turns import host_only
+    from ..experiments import run
     from ..measure.sweep import timing_label
-    from .plot import save_plot
 
     if args.warmup is None:
         args.warmup = 1 if args.quick else 3
@@ -65,6 +63,19 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
                   peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps, min_time_s=args.min_time_s,
                   policy=policy, cold=args.cold, cold_check=args.cold_check,
                   lock_clocks=args.lock_clocks, quick=args.quick)
+    # The sweep's device work is done: its tables, files and figure are host work, which
+    # another of the guide's lanes may measure beside (device/turns.py).
+    with host_only():
+        return _report(args, out_dir, results, say)
+
+
+def _report(args: argparse.Namespace, out_dir: Path, results: Any, say: Any) -> int:
+    """The finished run's table, notes and files; its exit code."""
+    from ..experiments import get
+    from ..measure.results import NOT_FAILED, OK, SUSPECT
+    from ..measure.stats import NOISY_SPREAD_PCT
+    from .plot import save_plot
+
     if results.meta.get("quick_options"):
         say("quick sizes: " + ", ".join(f"{k} {v}" for k, v in results.meta["quick_options"].items()))
     jsonl = out_dir / f"{args.experiment}.jsonl"
