@@ -10,8 +10,8 @@ references. Host sections of several lanes run side by side on the host's cores 
 lane measures.
 
 Some experiments measure something the host's own work disturbs: transfers over the host's bus,
-the host's clocks. They take the turn ``quiet``: while they hold it, no other lane runs host
-work either.
+the host's clocks. They take the turn ``quiet``: while they measure, no other lane runs host
+work either (their own host sections give the quiet up as well, and take it again after).
 
 Two advisory file locks in one folder (``$PYCLPERF_DEVICE_TURNS``, set by the guide for its
 lanes) do it: ``device`` (exclusive: the turn) and ``host`` (shared by host sections, exclusive
@@ -54,9 +54,16 @@ class _Turn:
         self.owner: int | None = None
 
     def file(self, name: str, folder: str) -> IO[bytes]:
-        if name not in self.files:
-            self.files[name] = open(Path(folder) / f"{name}.lock", "ab")
-        return self.files[name]
+        path = str(Path(folder) / f"{name}.lock")
+        if path not in self.files:
+            self.files[path] = open(path, "ab")
+        return self.files[path]
+
+    def close(self) -> None:
+        """Close the lock files (each lock goes with its file)."""
+        for f in self.files.values():
+            f.close()
+        self.files.clear()
 
 
 _state = _Turn()
@@ -73,7 +80,8 @@ def _lock(name: str, mode: int) -> None:
 
 
 def _unlock(name: str) -> None:
-    f = _state.files.get(name)
+    folder = _folder()
+    f = _state.files.get(str(Path(folder) / f"{name}.lock")) if folder else None
     if f is not None:
         fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
@@ -112,7 +120,7 @@ def _take(quiet: bool = False) -> None:
 
 
 def _give(quiet: bool = False) -> None:
-    """Let the turn go and note how long it was held."""
+    """Let the turn go (and the host's quiet, ``quiet``) and note how long it was held."""
     _state.held_s += time.monotonic() - _state.since
     _state.holding = False
     if quiet:
@@ -125,18 +133,23 @@ def host_only() -> Iterator[None]:
     """Run the body, host work that touches no device, while another process measures.
 
     The device is idle when the body starts: pyclperf's launches and transfers wait for their
-    commands before they return. Under a quiet turn, or outside a turn, the body simply runs.
+    commands before they return. A quiet turn gives up its quiet too: its own host work is not
+    a measurement, so the other lanes may measure and work beside it, and the quiet is taken
+    again before it measures. Outside a turn the body simply runs.
     """
-    if (not _state.holding or _state.quiet or _state.owner != threading.get_ident()):
+    if not _state.holding or _state.owner != threading.get_ident():
         yield
         return
+    quiet = _state.quiet
+    if quiet:
+        _unlock("host")  # the exclusive hold, traded for a shared one below
     _lock("host", fcntl.LOCK_SH)
     _give()
     try:
         yield
     finally:
         _unlock("host")
-        _take()
+        _take(quiet)
 
 
 def host_work(fn: F) -> F:

@@ -35,11 +35,19 @@ def lanes_for(device: str | None, method: str = "auto", cpus: int | None = None)
         return 1, f"one lane: the device could not be looked up here ({type(exc).__name__})"
     if "GPU" not in str(info.type) and "ACCELERATOR" not in str(info.type):
         return 1, "one lane: a CPU device runs on the host's cores, which other lanes' work would take"
-    cores = cpus if cpus is not None else (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                          else os.cpu_count() or 1)
+    cores = cpus if cpus is not None else host_cores()
     lanes = max(1, min(MAX_LANES, cores // CORES_PER_LANE))
     return lanes, (f"{lanes} lanes on {cores} host cores, taking turns at the device" if lanes > 1
                    else f"one lane: {cores} host cores")
+
+
+def host_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def host_share(lanes: int) -> int:
+    """Threads each lane's chunked host work may use: the host's cores shared out."""
+    return max(1, host_cores() // max(1, lanes))
 
 
 def run_in_lanes(ids: Sequence[str], lanes: int, start_one: Callable[[str, float], Any],
@@ -91,4 +99,4 @@ def turns_summary(turns: Sequence[dict[str, Any]], wall_s: float, longest: int =
             + ", ".join(f"{t['label']} {t['held_s']:.1f} s" for t in top))
 
 
-__all__: Sequence[str] = ["MAX_LANES", "lanes_for", "run_in_lanes", "turns_summary"]
+__all__: Sequence[str] = ["MAX_LANES", "host_share", "lanes_for", "run_in_lanes", "turns_summary"]

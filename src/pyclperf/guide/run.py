@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -162,15 +163,16 @@ class Runner:
     run, and the next is started as soon as it is taken. Calls may come from several threads."""
 
     def __init__(self, lanes: int = 1) -> None:
-        import queue
-
         from ..device.turns import TURNS_ENV
+        from ..measure.parallel import THREADS_ENV
+        from .lanes import host_share
         from .worker import SharedWorker
 
         self.logs = tempfile.TemporaryDirectory(prefix="pyclperf-guide-")
         self.lanes = max(1, int(lanes))
         # One lane needs no turns; several share the folder of the turns' locks.
-        self.env = {TURNS_ENV: self.logs.name} if self.lanes > 1 else {}
+        self.env = ({TURNS_ENV: self.logs.name, THREADS_ENV: str(host_share(self.lanes))}
+                    if self.lanes > 1 else {})
         self.workers = [SharedWorker(self.env) for _ in range(self.lanes)]
         self.idle: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         for worker in self.workers:
@@ -384,9 +386,8 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
                    help="seconds the whole run may take: later experiments get what is left, and "
                         "those that find nothing left are listed as not run")
     g.add_argument("--lanes", type=int, default=None, metavar="N",
-                   help="experiments run side by side, taking turns at the device so that no "
-                        "measurement overlaps another (default: one per 4 host cores, at most 4, "
-                        "on a GPU; 1 on a CPU device or with --method host)")
+                   help="experiments side by side, taking turns at the device (default on a GPU: "
+                        "one per 4 host cores, at most 4; 1 on a CPU device or with --method host)")
     g.add_argument("--peak-gbps", type=float, default=None,
                    help="theoretical device-memory bandwidth, where NVML cannot tell (rooflines need it)")
     g.add_argument("--method", choices=("auto", "events", "host"), default="auto",

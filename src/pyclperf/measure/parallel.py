@@ -17,6 +17,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
+from ..device.turns import host_work
+
 CHUNK = 1 << 20  # elements per chunk: a float64 temporary of 8 MiB stays in a core's caches
 MAX_THREADS = 8  # past this the host's memory bandwidth, not its cores, is the limit
 
@@ -24,12 +26,21 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
+# The guide's lanes share the host's cores: each is given its share here (guide/lanes.py), so
+# that the lane measuring is not starved by the others' checks.
+THREADS_ENV = "PYCLPERF_HOST_THREADS"
+
+
 def threads() -> int:
-    """How many threads the chunks run on: the cores this process may use, at most MAX_THREADS."""
+    """How many threads the chunks run on: the cores this process may use (or its share of
+    them, $PYCLPERF_HOST_THREADS), at most MAX_THREADS."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
+    share = os.environ.get(THREADS_ENV, "")
+    if share.isdigit() and int(share) > 0:
+        cores = min(cores, int(share))
     return max(1, min(MAX_THREADS, cores))
 
 
@@ -56,9 +67,11 @@ def chunks(n: int, chunk: int = CHUNK) -> list[slice]:
     return [slice(i, min(i + chunk, n)) for i in range(0, n, chunk)]
 
 
+@host_work
 def map_chunks(fn: Callable[[slice], Any], n: int, chunk: int = CHUNK) -> list[Any]:
     """``fn(s)`` for each slice ``s`` of ``chunks(n, chunk)``, in order; on the pool's threads
-    where there are at least two chunks and two threads, else in this thread."""
+    where there are at least two chunks and two threads, else in this thread. Host work only
+    (``fn`` touches no device): another of the guide's lanes may measure meanwhile."""
     parts = chunks(n, chunk)
     if len(parts) < 2 or threads() < 2:
         return [fn(s) for s in parts]
@@ -74,4 +87,4 @@ def copy_into(dst: Any, src: Any) -> None:
     map_chunks(part, len(src), 8 * CHUNK)
 
 
-__all__ = ["CHUNK", "chunks", "copy_into", "map_chunks", "threads"]
+__all__ = ["CHUNK", "THREADS_ENV", "chunks", "copy_into", "map_chunks", "threads"]
