@@ -45,11 +45,6 @@ def host_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def host_share(lanes: int) -> int:
-    """Threads each lane's chunked host work may use: the host's cores shared out."""
-    return max(1, host_cores() // max(1, lanes))
-
-
 def run_in_lanes(ids: Sequence[str], lanes: int, start_one: Callable[[str, float], Any],
                  left: Callable[[], float], done: Callable[[int, Any], None],
                  not_run: Callable[[str], Any], stop: Callable[[], None]) -> tuple[list[Any], bool]:
@@ -99,4 +94,4 @@ def turns_summary(turns: Sequence[dict[str, Any]], wall_s: float, longest: int =
             + ", ".join(f"{t['label']} {t['held_s']:.1f} s" for t in top))
 
 
-__all__: Sequence[str] = ["MAX_LANES", "host_share", "lanes_for", "run_in_lanes", "turns_summary"]
+__all__: Sequence[str] = ["MAX_LANES", "lanes_for", "run_in_lanes", "turns_summary"]

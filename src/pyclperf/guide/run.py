@@ -164,15 +164,12 @@ class Runner:
 
     def __init__(self, lanes: int = 1) -> None:
         from ..device.turns import TURNS_ENV
-        from ..measure.parallel import THREADS_ENV
-        from .lanes import host_share
         from .worker import SharedWorker
 
         self.logs = tempfile.TemporaryDirectory(prefix="pyclperf-guide-")
         self.lanes = max(1, int(lanes))
         # One lane needs no turns; several share the folder of the turns' locks.
-        self.env = ({TURNS_ENV: self.logs.name, THREADS_ENV: str(host_share(self.lanes))}
-                    if self.lanes > 1 else {})
+        self.env = {TURNS_ENV: self.logs.name} if self.lanes > 1 else {}
         self.workers = [SharedWorker(self.env) for _ in range(self.lanes)]
         self.idle: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         for worker in self.workers:

@@ -29,7 +29,6 @@ from typing import IO, Any, Sequence
 
 def _run(argv: Sequence[str], log: str) -> int:
     """``pyclperf run *argv`` in this process, its output into ``log``; its exit code."""
-    from ..device.turns import device_turn
     from ..views.command_line import call
     from ..views.run_command import cmd_run, parser
 
@@ -41,8 +40,7 @@ def _run(argv: Sequence[str], log: str) -> int:
     os.dup2(fd, 2)
     os.close(fd)
     try:
-        with device_turn(quiet=_quiet(argv), label=argv[0] if argv else ""):
-            code: Any = call(cmd_run, parser().parse_args(list(argv)))
+        code: Any = call(cmd_run, parser().parse_args(list(argv)))
     except SystemExit as exc:  # argparse's refusals, and anything that exits on purpose
         code = exc.code
     except BaseException:  # what the process would have died of, printed as it would be
@@ -59,16 +57,6 @@ def _run(argv: Sequence[str], log: str) -> int:
     if code is None:
         return 0
     return code if isinstance(code, int) else 1
-
-
-def _quiet(argv: Sequence[str]) -> bool:
-    """Whether the experiment ``argv`` runs wants the host quiet too (Sweep.quiet)."""
-    from ..experiments import get
-
-    try:
-        return bool(getattr(get(argv[0]), "quiet", False))
-    except (IndexError, KeyError, ValueError):  # an unknown id: ``pyclperf run`` refuses it
-        return False
 
 
 def _tidy() -> None:

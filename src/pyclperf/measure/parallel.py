@@ -26,21 +26,12 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-# The guide's lanes share the host's cores: each is given its share here (guide/lanes.py), so
-# that the lane measuring is not starved by the others' checks.
-THREADS_ENV = "PYCLPERF_HOST_THREADS"
-
-
 def threads() -> int:
-    """How many threads the chunks run on: the cores this process may use (or its share of
-    them, $PYCLPERF_HOST_THREADS), at most MAX_THREADS."""
+    """How many threads the chunks run on: the cores this process may use, at most MAX_THREADS."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    share = os.environ.get(THREADS_ENV, "")
-    if share.isdigit() and int(share) > 0:
-        cores = min(cores, int(share))
     return max(1, min(MAX_THREADS, cores))
 
 
@@ -87,4 +78,4 @@ def copy_into(dst: Any, src: Any) -> None:
     map_chunks(part, len(src), 8 * CHUNK)
 
 
-__all__ = ["CHUNK", "THREADS_ENV", "chunks", "copy_into", "map_chunks", "threads"]
+__all__ = ["CHUNK", "chunks", "copy_into", "map_chunks", "threads"]

@@ -36,8 +36,8 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     from ..device.clocks import timing_for
     from ..device.context import Context
-    from ..device.turns import host_only
-    from ..experiments import run
+    from ..device.turns import device_turn
+    from ..experiments import get, run
     from ..measure.sweep import timing_label
 
     if args.warmup is None:
@@ -57,16 +57,17 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
         f"{timing_label(timing.method)}" + (f" [{timing.reason}]" if timing.reason else ""))
     # --quick: the quick timing and one warm-up unless given, and the experiment's quick sizes.
     policy = args.timing or ("quick" if args.quick else "default")
-    results = run(args.experiment, ctx, size=args.size, local_size=args.local_size,
-                  warmup=args.warmup, repeats=args.repeats, method=args.method,
-                  out=out_dir / f"{args.experiment}.jsonl", progress=None,
-                  peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps, min_time_s=args.min_time_s,
-                  policy=policy, cold=args.cold, cold_check=args.cold_check,
-                  lock_clocks=args.lock_clocks, quick=args.quick)
-    # The sweep's device work is done: its tables, files and figure are host work, which
-    # another of the guide's lanes may measure beside (device/turns.py).
-    with host_only():
-        return _report(args, out_dir, results, say)
+    # Where the guide runs lanes side by side, the sweep holds the device's turn (device/turns.py;
+    # elsewhere a no-op); the context opened above, and the tables and files after, are the
+    # lane's own host work.
+    with device_turn(quiet=bool(getattr(get(args.experiment), "quiet", False)), label=args.experiment):
+        results = run(args.experiment, ctx, size=args.size, local_size=args.local_size,
+                      warmup=args.warmup, repeats=args.repeats, method=args.method,
+                      out=out_dir / f"{args.experiment}.jsonl", progress=None,
+                      peak_gbps=args.peak_gbps, pcie_gbps=args.pcie_gbps,
+                      min_time_s=args.min_time_s, policy=policy, cold=args.cold,
+                      cold_check=args.cold_check, lock_clocks=args.lock_clocks, quick=args.quick)
+    return _report(args, out_dir, results, say)
 
 
 def _report(args: argparse.Namespace, out_dir: Path, results: Any, say: Any) -> int:
