@@ -1,7 +1,8 @@
 // The device profile's own kernels (pyclperf.roofline): compute throughput, local-memory
-// bandwidth, launch latency, streams (read, write, copy) at a chosen launch shape, and reads over
-// a working set of any size. Every one writes a result the host checks against NumPy
-// (pyclperf/roofline/ceilings.py, streams.py, memory.py).
+// bandwidth, launch latency, streams (read, write, copy) at a chosen launch shape, reads over a
+// working set of any size, and a copy of a cache-sized set looped inside one launch. Every one
+// writes a result the host checks against NumPy (pyclperf/roofline/ceilings.py, streams.py,
+// memory.py, levelcopy.py).
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
