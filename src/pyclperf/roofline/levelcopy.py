@@ -9,7 +9,10 @@ kernels/ceilings.cl's ``copy_passes`` copies the set again and again inside one 
 work-item the same elements every pass (no two write one element); on a CPU device a barrier
 ends each pass, so a group copies its whole share between two copies of an element and the
 level holding the set serves them (without it a CPU runs each work-item's passes back to back
-from its L1).
+from its L1). A CPU device also runs the groups of a core one after another, each through all
+its passes: a group's share, not the set, is what the core's caches hold, so a shape whose
+share would fit the level below is not tried there (4 groups per compute unit copied a 256 KiB
+set at L1's 350 GB/s on PoCL, one group per unit at the L2's 105).
 
 What is searched, as for the other ceilings (search.py): the vector width, the work-group size,
 the work-groups per compute unit and (on a CPU device) the layout, at each of a few sets across
@@ -46,14 +49,15 @@ GUARD_WORDS = 256  # words past the set that must keep their poison
 PROBE_LAUNCHES = 2
 # Where each device kind's search starts and the values it tries per axis. A CPU device copies a
 # set its L1 holds 3-6x faster in groups of 16 than of 64 (PoCL, 2 cores), and its layout is
-# blocked (a run per work-item: the grid's walk reached a seventh of it over 32 MiB).
+# blocked (a run per work-item: the grid's walk reached a seventh of it over 32 MiB); one group
+# per compute unit is the one shape whose share is the core's whole part of the set.
 START = {True: {"vector": 1, "local_size": 256, "groups_per_cu": 8, "layout": "grid"},
-         False: {"vector": 16, "local_size": 16, "groups_per_cu": 4, "layout": "blocked"}}
+         False: {"vector": 16, "local_size": 16, "groups_per_cu": 1, "layout": "blocked"}}
 AXES = {
     (True, True): {"vector": (1, 4), "groups_per_cu": (4, 16)},
     (True, False): {"vector": (1, 2, 4), "groups_per_cu": (2, 4, 16, 32), "local_size": (128, 512)},
-    (False, True): {"vector": (8, 16), "local_size": (16, 64)},
-    (False, False): {"vector": (4, 8, 16), "local_size": (16, 64, 256), "groups_per_cu": (1, 4, 16),
+    (False, True): {"vector": (8, 16), "local_size": (16, 64), "groups_per_cu": (4,)},
+    (False, False): {"vector": (4, 8, 16), "local_size": (16, 64, 256), "groups_per_cu": (4, 16),
                      "layout": LAYOUTS},
 }
 
@@ -89,13 +93,25 @@ def sets(levels: list[dict[str, Any]], at: int, count: int) -> list[int]:
     return powers[-count:] if powers else [int((low * high) ** 0.5) >> 7 << 7]
 
 
+def share_floor(ctx: Any, levels: list[dict[str, Any]], at: int) -> int:
+    """The least bytes one work-group of a CPU device may copy for its core's caches to be
+    level ``at``'s: twice an instance of the level before (none for the first)."""
+    if not at:
+        return 0
+    below = levels[at - 1]
+    unit = below.get("unit_bytes") or int(below["size_bytes"]) // max(1, int(ctx.info.compute_units))
+    return 2 * int(unit)
+
+
 class CopyRig:
     """``copy_passes`` over sets up to ``largest`` bytes (two buffers of half that, plus a
     guard), the source's words ``a i + b``."""
 
-    def __init__(self, ctx: Any, largest: int, effort: Effort, rng: np.random.Generator) -> None:
+    def __init__(self, ctx: Any, largest: int, effort: Effort, rng: np.random.Generator,
+                 min_share: int = 0) -> None:
         self.ctx, self.effort = ctx, effort
         self.gpu = bool(ctx.info.is_gpu)
+        self.min_share = 0 if self.gpu else int(min_share)  # the least a CPU group's share may be
         self.words = largest // 8 + GUARD_WORDS
         self.a = int(rng.integers(0, 2**31)) * 2 + 1
         self.b = int(rng.integers(0, 2**32))
@@ -125,7 +141,10 @@ class CopyRig:
         n = nbytes // (8 * v)
         if n < 1:
             raise ValueError(f"a set of {nbytes} bytes holds no uint{v} element per buffer")
-        g = int(self.ctx.info.compute_units) * int(shape["groups_per_cu"]) * local
+        groups = int(self.ctx.info.compute_units) * int(shape["groups_per_cu"])
+        if nbytes < self.min_share * groups:
+            raise ValueError(f"{groups} groups' shares of {nbytes} bytes would fit the level below")
+        g = groups * local
         passes = max(1, LAUNCH_BYTES[(self.gpu, self.effort.quick)] // (8 * v * n))
         defines = {"COPY_PASSES": 1, "V": v, "BLOCKED" if shape["layout"] == "blocked" else "GRID": 1,
                    **({} if self.gpu else {"BARRIER": 1})}
@@ -185,7 +204,7 @@ def level_copy(ctx: Any, levels: list[dict[str, Any]], at: int, effort: Effort,
         return missing("GB/s", what, "no set lies above twice the previous level and within half "
                        "this one", "skipped")
     try:
-        rig = CopyRig(ctx, max(chosen), effort, rng)
+        rig = CopyRig(ctx, max(chosen), effort, rng, min_share=share_floor(ctx, levels, at))
     except MemoryError as exc:
         return missing("GB/s", what, f"MemoryError: {exc}", "failed")
     try:
@@ -208,4 +227,4 @@ def add_copies(ctx: Any, levels: list[dict[str, Any]], effort: Effort,
 
 
 __all__ = ["AXES", "CopyRig", "LAUNCH_BYTES", "SETS", "START", "add_copies", "level_copy",
-           "plateau_bytes", "sets"]
+           "plateau_bytes", "sets", "share_floor"]
