@@ -11,7 +11,8 @@
    the H200's far-partition step at about half its L2, are not levels) against CUDA's
    ``l2CacheSize``
    (``cupy.cuda.runtime.getDeviceProperties(0)``): within 25%; its read bandwidth beside
-   gpu-benches' published H200 L2 figures (9.1-13.5 TB/s).
+   gpu-benches' published H200 L2 figures (9.1-13.5 TB/s), and its copy bandwidth (a copy
+   looped inside one launch over a set the level holds) beside that read figure.
 4. Its DRAM read and FP32 ceilings against clpeak's global-memory bandwidth and
    single-precision compute in the same call (at least 1.0x each): ``--clpeak "CMD"`` runs
    clpeak (e.g. ``--clpeak "clpeak/build/clpeak --cl-platform 1 --cl-device 0
@@ -204,7 +205,19 @@ def rows_of(prof: dict[str, Any], cuda: dict[str, Any], l2: dict[str, Any],
              else l2.get("skipped"), f"within {L2_TOLERANCE:.0%}", tolerance=L2_TOLERANCE),
         _row("last-level cache read bandwidth", _value(level.get("read")) if level else None, "GB/s",
              None, f"gpu-benches' published H200 L2: {lo}-{hi} TB/s", "beside the published range"),
+        _row(f"last-level cache copy bandwidth ({copy_text(level)})", _value(level.get("copy")) if level else None,
+             "GB/s", _value(level.get("read")) if level else None, "the level's read figure",
+             "beside its read figure"),
     ]
+
+
+def copy_text(level: dict[str, Any] | None) -> str:
+    """How the last level's copy figure was measured: the set and the launch shape that won."""
+    copy = (level or {}).get("copy") or {}
+    if copy.get("status") != "ok":
+        return copy.get("reason") or "not measured"
+    shape = ", ".join(f"{k} {v}" for k, v in (copy.get("shape") or {}).items())
+    return f"copy_passes looped inside one launch, {copy['bytes'] / (1 << 20):.3g} MiB set, {shape}"
 
 
 def _num(v: Any, unit: str) -> str:

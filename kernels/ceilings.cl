@@ -1,7 +1,8 @@
 // The device profile's own kernels (pyclperf.roofline): compute throughput, local-memory
-// bandwidth, launch latency, streams (read, write, copy) at a chosen launch shape, and reads over
-// a working set of any size. Every one writes a result the host checks against NumPy
-// (pyclperf/roofline/ceilings.py, streams.py, memory.py).
+// bandwidth, launch latency, streams (read, write, copy) at a chosen launch shape, reads over a
+// working set of any size, and a copy of a cache-sized set looped inside one launch. Every one
+// writes a result the host checks against NumPy (pyclperf/roofline/ceilings.py, streams.py,
+// memory.py, levelcopy.py).
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -148,12 +149,15 @@ __kernel void read_any(__global const uint* restrict src, const uint n, const ui
 // stream_read writes each work-item's sum (uint lanes wrap, so the adds may be reordered freely);
 // stream_write stores value + w at word w; stream_copy copies element by element; stream_add
 // adds two sources.
-#ifdef STREAM
+#if defined(STREAM) || defined(COPY_PASSES)
 #if V == 1
 #define ST uint
 #else
 #define ST CAT(uint, V)
 #endif
+#endif
+
+#ifdef STREAM
 #ifdef BLOCKED
 #define AT(g, G, k) ((size_t)(g) * ITEMS + (size_t)(k))
 #else
@@ -196,6 +200,47 @@ __kernel void stream_add(__global const ST* restrict in, __global const ST* rest
         out[AT(g, G, k)] = in[AT(g, G, k)] + in2[AT(g, G, k)];
 }
 #endif  // STREAM
+
+// ---- a copy of a set a cache level holds, many passes in one launch -------------------------
+// One pass over a set of a few MiB is shorter than a launch costs (an H200's 17 us), so a pass
+// per launch measures the launch. This copies the n elements of in to out `passes` times in one
+// launch, each work-item the same elements every pass (no two work-items write one element):
+//   GRID:    g, g + G, g + 2 G, ... below n (G the global size; what a GPU coalesces);
+//   BLOCKED: the run from g m to g m + m - 1 below n, m = ceil(n / G) (what a CPU core streams).
+// With BARRIER, a barrier ends each pass for the whole group: a CPU device runs a group's
+// work-items one after another, so without it each work-item would copy its own few elements
+// `passes` times from its L1, whatever the set; with it the group copies its whole share between
+// two copies of one element, and the level that holds the set serves them. Without BARRIER the
+// passes are one flat loop whose address changes every trip (nothing for a compiler to hoist out
+// of a pass), which a GPU, whose work-items all run at once, needs no barrier for.
+#ifdef COPY_PASSES
+__kernel void copy_passes(__global const ST* restrict in, __global ST* restrict out,
+                          const uint n, const uint passes)
+{
+    const uint g = (uint)get_global_id(0), G = (uint)get_global_size(0);
+#ifdef BLOCKED
+    const uint m = (n + G - 1) / G;
+    const uint first = min(g * m, n), stop = min(first + m, n), step = 1;
+#else
+    const uint first = min(g, n), stop = n, step = G;
+#endif
+#ifdef BARRIER
+    for (uint p = 0; p < passes; ++p) {
+        for (uint e = first; e < stop; e += step)
+            out[e] = in[e];
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+#else
+    const uint count = (stop - first + step - 1) / step;  // first <= stop in both layouts
+    uint e = first;
+    for (uint t = count * passes; t > 0; --t) {
+        out[e] = in[e];
+        e += step;
+        e = e >= stop ? first : e;
+    }
+#endif
+}
+#endif  // COPY_PASSES
 
 // ---- the source of streams and sweeps: word i holds a i + b (mod 2^32) ----------------------
 __kernel void fill_affine(__global uint* restrict out, const uint a, const uint b)

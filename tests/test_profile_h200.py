@@ -83,6 +83,10 @@ def test_the_table_holds_every_reference(script, ctx, tmp_path, capsys, monkeypa
     assert rows["FP32"]["reference"] == 52500.5 and rows["FP32"]["ratio"] == pytest.approx(
         record["profile"]["ceilings"]["fp32"]["value"] / 52500.5)
     assert rows["last-level cache size"]["reference"] == 50 << 20
+    last = record["profile"]["caches"][-1] if record["profile"]["caches"] else {}
+    copied = rows["last-level cache copy bandwidth"]  # beside the level's read figure
+    assert copied["ours"] == (last.get("copy") or {}).get("value")
+    assert copied["reference"] == (last.get("read") or {}).get("value")
     assert "| figure | pyclperf | reference (how) | ratio | criterion | met |" in printed
     # pyclperf explain on both example specs, on the profile just measured.
     for spec in ("vadd", "tiled_matmul"):

@@ -29,8 +29,9 @@ def test_past_the_last_cache_it_binds_while_the_read_curve_runs_above_dram():
     # L2 ends at 4 MiB; the curve still reads 400 GB/s at 8 MiB (twice its rate at 256 MiB, from
     # DRAM): a cache that keeps part of a larger set. At 64 MiB it runs at DRAM's rate.
     p = with_curve([(4 * MiB, 500.0), (8 * MiB, 400.0), (64 * MiB, 205.0), (256 * MiB, 200.0)])
-    roof, why = memory_roof(p, 6 * MiB, True, True)
+    roof, why = memory_roof(p, 6 * MiB, True, False)
     assert roof.name == "L2" and "still serves part of it" in why and "400.0 GB/s at 8 MiB, 2.00x" in why
+    assert memory_roof(p, 6 * MiB, True, True)[0].name == "L2 copy"  # it writes too: the higher figure
     assert memory_roof(p, 32 * MiB, True, True)[0].name == "DRAM copy"
     assert memory_roof(p, 1 << 30, True, False)[0].name == "DRAM read"  # past the curve's end
 

@@ -169,8 +169,9 @@ def _figure(value, unit="GB/s"):
 
 
 def synthetic_profile() -> Profile:
-    """A profile of made-up figures: L1 of 64 KiB at 1000 GB/s, L2 of 4 MiB at 500, DRAM read
-    200, copy 150, write 180, FP32 10000 GFLOP/s."""
+    """A profile of made-up figures: L1 of 64 KiB reading at 1000 GB/s and copying at 800, L2
+    of 4 MiB reading at 500 and copying at 600, DRAM read 200, copy 150, write 180, FP32 10000
+    GFLOP/s."""
     from pyclperf.roofline import store
 
     names = store.schema()["properties"]["ceilings"]["required"]
@@ -181,9 +182,9 @@ def synthetic_profile() -> Profile:
     level = {"found_from": ["bandwidth"], "bandwidth_knee_bytes": None, "latency_knee_bytes": None,
              "bracket_bytes": [1, 2], "latency": None}
     caches = [dict(level, name="L1", label="L1/local-cache-sized", last=False, steps=[],
-                   size_bytes=64 << 10, read=_figure(1000.0)),
+                   size_bytes=64 << 10, read=_figure(1000.0), copy=_figure(800.0)),
               dict(level, name="L2", label="last-level cache", last=True, steps=[],
-                   size_bytes=4 << 20, read=_figure(500.0))]
+                   size_bytes=4 << 20, read=_figure(500.0), copy=_figure(600.0))]
     return Profile({"schema": store.SCHEMA, "created": "", "pyclperf_version": "0", "quick": True,
                     "seconds": 1.0, "key": "k", "device": {"name": "synthetic", "vendor": "", "type": "GPU",
                                                           "compute_units": 1, "global_mem_bytes": 1},
@@ -195,9 +196,15 @@ def synthetic_profile() -> Profile:
 
 def test_the_working_set_picks_the_memory_roof():
     p = synthetic_profile()
+    # A kernel that writes is held against the higher of a level's read and copy figures: L1's
+    # read (its copy runs slower), L2's copy (faster than its read); a read alone, the read.
     assert memory_roof(p, 32 << 10, True, True)[0].name == "L1"
     assert memory_roof(p, 64 << 10, True, False)[0].name == "L1"
-    assert memory_roof(p, 1 << 20, True, True)[0].name == "L2"
+    roof, why = memory_roof(p, 1 << 20, True, True)
+    assert roof.name == "L2 copy" and roof.value == 600.0 and roof.traffic == "copy"
+    assert "fits L2 (4 MiB)" in why and "copy runs faster than its read" in why
+    assert memory_roof(p, 1 << 20, False, True)[0].name == "L2 copy"
+    assert memory_roof(p, 1 << 20, True, False)[0].name == "L2"
     assert memory_roof(p, 64 << 20, True, False)[0].name == "DRAM read"
     assert memory_roof(p, 64 << 20, False, True)[0].name == "DRAM write"
     roof, why = memory_roof(p, 64 << 20, True, True)

@@ -120,12 +120,13 @@ def test_the_profile_records_the_last_level_its_step_and_the_reported_size():
     assert step["read_after"]["value"] == pytest.approx(6600)
     assert not any(r.get("reported_bytes") for r in recorded[:-1])
     level_schema = store.schema()["$defs"]["level"]
-    for r in recorded:
-        assert set(level_schema["required"]) <= set(r)
+    for r in recorded:  # all but the copy figure, which levelcopy.py measures over the levels found
+        assert set(level_schema["required"]) - {"copy"} <= set(r) and "copy" not in r
     jsonschema = pytest.importorskip("jsonschema")
     full = store.schema()
     for r in recorded:
-        jsonschema.validate(r, {"$defs": full["$defs"], **level_schema})
+        copy = {"value": None, "unit": "GB/s", "how": "levelcopy.py", "status": "skipped", "reason": "-"}
+        jsonschema.validate({**r, "copy": copy}, {"$defs": full["$defs"], **level_schema})
 
 
 def _script():

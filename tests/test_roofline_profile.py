@@ -32,7 +32,7 @@ def test_profile_quick_runs_and_validates_against_the_schema(roofline_profiles, 
     data = json.loads(files[0].read_text())
     jsonschema.validate(data, store.schema())  # the shipped schema, by the reference validator
     assert store.validate(data) == "jsonschema"
-    assert data["quick"] is True and data["schema"] == "pyclperf.profile/1"
+    assert data["quick"] is True and data["schema"] == "pyclperf.profile/2"
     for name, fig in data["ceilings"].items():
         assert fig["how"], name
         if fig["status"] == "ok":
@@ -246,6 +246,10 @@ def test_the_profile_kernels_on_oclgrind():
                            ("stream_add", [np.arange(4 * 4 * 32, dtype=np.uint32), np.arange(4 * 4 * 32, dtype=np.uint32),
                                            np.zeros(4 * 4 * 32, np.uint32)])):
             cases.append((name, {**stream, layout: 1}, args, 32, 16))
+        for barrier in ({}, {"BARRIER": 1}):  # 37 elements over 32 work-items: the bounds matter
+            cases.append(("copy_passes", {"COPY_PASSES": 1, "V": 4, layout: 1, **barrier},
+                          [np.arange(4 * 40, dtype=np.uint32), np.zeros(4 * 40, np.uint32),
+                           np.uint32(37), np.uint32(3)], 32, 16))
     for name, defines, args, g, local in cases:
         assert memcheck(source, name, args, g, local, defines=defines, timeout_s=120) == [], name
     found = memcheck(source, "read_any", [np.arange(100, dtype=np.uint32), np.uint32(101),

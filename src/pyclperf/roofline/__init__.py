@@ -4,8 +4,9 @@
   driver, each the best over the launch shapes that reach it (search.py): DRAM read/write/copy
   (memory.py, streams.py), cache levels found from the knees of the working-set curves
   (sweep.py, knees.py, levels.py; on a CPU device cpusweep.py, held against the OS's caches in
-  cpulevels.py and oscaches.py), local memory, host transfers, FP32/FP64/FP16 and integer
-  throughput, launch latency (ceilings.py, compute.py); profiling.py, store.py;
+  cpulevels.py and oscaches.py), each level's copy bandwidth (levelcopy.py), local memory,
+  host transfers, FP32/FP64/FP16 and integer throughput, launch latency (ceilings.py,
+  compute.py); profiling.py, store.py;
 * ``plot_roofline(profile, points)``: the hierarchical roofline from those ceilings (views/plot.py);
 * ``explain(results, ...)``: where a tuned kernel's configurations sit on it, which roof binds,
   how far from it, what each tuned parameter moves, and which Guide experiments apply

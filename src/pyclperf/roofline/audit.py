@@ -7,8 +7,10 @@ that binds it, named as ``explain`` names it (explaining.memory_roof):
   roof (FP32 for FLOPs; the highest compute ceiling for operations, whose kind a row does not
   record) at the row's intensity against the memory roof of its working set, whichever is lower;
 * a row of bytes alone: the memory roof of its working set (``working_set_bytes``, else
-  ``bytes``): the cache level that holds it, else DRAM (read or write where the row's ``mode``
-  says so, else the highest of DRAM read, write and copy: experiments record no direction);
+  ``bytes``): the cache level that holds it (its read figure for reads, the higher of its read
+  and copy figures for traffic that writes), else DRAM; by the direction the row records (its
+  ``mode`` read or write; ``workingset``'s ``kind`` read or copy), else the highest roof any
+  direction could have (most experiments record none);
 * local-memory traffic (``banks``): the local-memory roof;
 * host transfers (``transfer``'s host rows, ``batching``, ``p2p``) and dependent-load chases: no
   roof of the roofline; they are listed as such.
@@ -28,6 +30,10 @@ from ..measure.results import OK, Results
 from .refresh import BEATEN, Hints
 
 LOCAL_EXPERIMENTS = ("banks",)
+# What a row's traffic is, (reads, writes), by its ``mode``, or by its ``kind`` in the
+# experiments whose kind names it.
+DIRECTIONS = {"read": (True, False), "write": (False, True)}
+KIND_DIRECTIONS = {"workingset": {"read": (True, False), "copy": (True, True)}}
 HOST_EXPERIMENTS = ("batching", "p2p")
 VECTOR = re.compile(r"(?:float|double|half|u?int|u?char|u?short|u?long)(\d+)")
 
@@ -105,9 +111,10 @@ def place(experiment: str, row: dict[str, Any], profile: Any, x: str | None = No
         return Placement(experiment, label, gbps or 0.0, "GB/s", local, local.value if local else None,
                          "local-memory traffic", hints) if gbps else None
     mem = None
+    direction = DIRECTIONS.get(mode) or KIND_DIRECTIONS.get(experiment, {}).get(str(row.get("kind")))
     if ws:
-        if mode in ("read", "write"):
-            mem = memory_roof(profile, int(ws), mode == "read", mode == "write")
+        if direction is not None:
+            mem = memory_roof(profile, int(ws), *direction)
         else:  # no direction recorded: the highest roof any direction could have
             mem = max((memory_roof(profile, int(ws), r, w) for r, w in ((True, False), (False, True), (True, True))),
                       key=lambda m: m[0].value)
@@ -171,5 +178,5 @@ def check(files: Sequence[Any], profile: Any) -> list[tuple[str, Placement | Non
     return out
 
 
-__all__ = ["HOST_EXPERIMENTS", "LOCAL_EXPERIMENTS", "Placement", "best_point", "check", "highest",
+__all__ = ["DIRECTIONS", "HOST_EXPERIMENTS", "KIND_DIRECTIONS", "LOCAL_EXPERIMENTS", "Placement", "best_point", "check", "highest",
            "hints_of", "place", "placements"]

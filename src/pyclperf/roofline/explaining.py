@@ -4,8 +4,9 @@ For the best configuration (or a chosen one) of a tune run, and for every verifi
 point: the bytes moved (traffic.py: compulsory traffic from the argument qualifiers, or the
 user's ``bytes(config)``), the FLOPs where ``flops(config)`` is given, the achieved GB/s and
 FLOP/s, the arithmetic intensity, the roof that binds given the working set (the smallest cache
-level the arrays fit in, else DRAM: read, write or copy as the kernel reads, writes or does
-both) and the % of it reached; the sensitivity of time to each tuned parameter from the rows
+level the arrays fit in: its read figure for a kernel that only reads, the higher of its read
+and copy figures for one that writes; else DRAM: read, write or copy as the kernel reads, writes
+or does both) and the % of it reached; the sensitivity of time to each tuned parameter from the rows
 already measured; the Guide recommendations that apply (advice.py); a figure and a text summary.
 """
 
@@ -211,17 +212,32 @@ def sensitivity(rows: list[dict[str, Any]], params: Sequence[str], chosen: dict[
 SPILL = 1.1  # past the last cache level, a read curve this far above its DRAM end is the cache's
 
 
+def level_roof(roofs: list[Roof], writes: bool) -> Roof | None:
+    """The roof of one cache level (its roofs: read, and copy where measured) for a kernel that
+    reads, or writes too: a read alone is held against the level's read figure; reads and
+    writes against the higher of its read and copy figures (a level may serve both together
+    faster than reads alone, or the copy may run slower than a read: either way no kernel of
+    that traffic should beat the higher one). None where the level has no roof for it."""
+    fit = [r for r in roofs if r.traffic == "read" or (writes and r.traffic == "copy")]
+    return max(fit, key=lambda r: r.value, default=None)
+
+
 def memory_roof(profile: Profile, working_set: int, reads: bool, writes: bool) -> tuple[Roof, str]:
-    """The memory roof for a working set: the smallest cache level (with a read bandwidth of
-    its own) that holds it; past the last, that level still while the profile's read curve at
-    the working set's size runs above the curve's own end, where it reads from DRAM (a cache
-    keeps part of a set somewhat larger than itself, the more so a CPU's last level shared with
-    other cores); else DRAM read, write or copy by what the kernel does."""
+    """The memory roof for a working set: the smallest cache level that holds it and has a roof
+    for the kernel's traffic (level_roof: read, or the higher of read and copy where it
+    writes); past the last, that level still while the profile's read curve at the working
+    set's size runs above the curve's own end, where it reads from DRAM (a cache keeps part of a
+    set somewhat larger than itself, the more so a CPU's last level shared with other cores);
+    else DRAM read, write or copy by what the kernel does."""
     roofs = profile.memory_roofs()
-    caches = sorted((r for r in roofs if r.kind == "cache"), key=lambda r: r.size_bytes or 0)
+    by_size: dict[int, list[Roof]] = {}
+    for r in roofs:
+        if r.kind == "cache" and r.size_bytes:
+            by_size.setdefault(r.size_bytes, []).append(r)
+    caches = [r for r in (level_roof(found, writes) for _, found in sorted(by_size.items())) if r is not None]
     for r in caches:
         if r.size_bytes and working_set <= r.size_bytes:
-            return r, f"the working set, {size_text(working_set)}, fits {r.name} ({size_text(r.size_bytes)})"
+            return r, f"the working set, {size_text(working_set)}, fits {_level_name(r)} ({size_text(r.size_bytes)})" + _copy_note(r)
     want = "DRAM copy" if reads and writes else "DRAM write" if writes else "DRAM read"
     dram = {r.name: r for r in roofs if r.kind == "dram"}
     roof = dram.get(want) or next(iter(dram.values()), None)
@@ -232,13 +248,22 @@ def memory_roof(profile: Profile, working_set: int, reads: bool, writes: bool) -
         last = caches[-1]
         size, rate, tail = profile.read_curve_at(working_set)
         if rate is not None and tail and rate > SPILL * tail:
-            return last, (f"the working set, {size_text(working_set)}, is larger than {last.name} "
+            return last, (f"the working set, {size_text(working_set)}, is larger than {_level_name(last)} "
                           f"({size_text(last.size_bytes or 0)}), which still serves part of it: the "
                           f"read curve ran at {rate:,.1f} GB/s at {size_text(size)}, {rate / tail:.2f}x "
-                          "its rate from DRAM")
-    beyond = f"larger than {caches[-1].name} ({size_text(caches[-1].size_bytes or 0)})" if caches else \
+                          "its rate from DRAM" + _copy_note(last))
+    beyond = f"larger than {_level_name(caches[-1])} ({size_text(caches[-1].size_bytes or 0)})" if caches else \
         "no cache level was found"
     return roof, f"the working set, {size_text(working_set)}, is {beyond}: {roof.name} binds"
+
+
+def _level_name(roof: Roof) -> str:
+    return roof.name.removesuffix(" copy")
+
+
+def _copy_note(roof: Roof) -> str:
+    return ("; it reads and writes, and the level's copy runs faster than its read" if roof.traffic == "copy"
+            else "")
 
 
 def explain(results: Results | str | os.PathLike[str], profile: Profile | None = None, *,
@@ -365,5 +390,5 @@ def explain_spec(spec: str | os.PathLike[str], profile: Profile | None = None, *
     return found, results
 
 
-__all__ = ["Explanation", "SPILL", "draw", "explain", "explain_spec", "memory_roof", "sensitivity",
-           "spec_results"]
+__all__ = ["Explanation", "SPILL", "draw", "explain", "explain_spec", "level_roof", "memory_roof",
+           "sensitivity", "spec_results"]

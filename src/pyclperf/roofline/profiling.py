@@ -5,8 +5,9 @@ the best over the launch shapes searched, with the shape that won):
 
 * DRAM read, write and copy (memory.py, streams.py), cache levels found from the knees of the
   working-set curves (size, read bandwidth, load latency, beside the size the device reports,
-  or on a CPU device the OS's caches: sweep.py, cpusweep.py), DRAM load latency, host <-> device
-  bandwidth pinned and pageable;
+  or on a CPU device the OS's caches: sweep.py, cpusweep.py), each level's copy bandwidth (a
+  copy looped inside one launch over a set the level holds: levelcopy.py), DRAM load latency,
+  host <-> device bandwidth pinned and pageable;
 * local-memory bandwidth and launch latency (ceilings.py), FP32, FP64 and FP16 multiply-add
   throughput (where the device claims the extension) and 32-bit integer multiply-add
   throughput (compute.py).
@@ -26,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _core
-from . import ceilings, compute, cpusweep, memory, store, sweep
+from . import ceilings, compute, cpusweep, levelcopy, memory, store, sweep
 from .memory import size_text
 from .record import Effort, Figure, missing, usable
 from .roof import Roof
@@ -81,26 +82,29 @@ class Profile:
         return size, rate, points[-1][1] if points else None
 
     def memory_roofs(self) -> list[Roof]:
-        """Local memory, the cache levels with a read bandwidth of their own above DRAM's
-        (smallest first), DRAM read, copy and write. A level whose read kernel ran slower than
-        the DRAM read ceiling bounds nothing (the read kernel, not the cache, was the limit
-        there: a CPU device's strided walk, for one), so it is no roof."""
+        """Local memory, the cache levels (smallest first), DRAM read, copy and write. A cache
+        level is a roof for reads where its read figure runs above the DRAM read ceiling, and
+        for copies (reads and writes together, ``"<level> copy"``) where its copy figure runs
+        above the DRAM copy ceiling: a figure below DRAM's bounds nothing (the kernel, not the
+        cache, was the limit there: a CPU device's strided walk, for one), so it is no roof."""
         out = []
         local = self.ceilings.get("local")
         if usable(local):
             out.append(Roof("local memory", local["value"], "GB/s", "local", None, local["how"],
-                            local.get("spread_pct")))
-        floor = self.value("dram_read") or 0.0
+                            local.get("spread_pct"), "read"))
+        floors = {"read": self.value("dram_read") or 0.0, "copy": self.value("dram_copy") or 0.0}
         for level in self.caches:
-            read = level.get("read")
-            if usable(read) and read["value"] > floor:
-                out.append(Roof(level["name"], read["value"], "GB/s", "cache", int(level["size_bytes"]),
-                                read["how"], read.get("spread_pct")))
+            for traffic, suffix in (("read", ""), ("copy", " copy")):
+                fig = level.get(traffic)
+                if usable(fig) and fig["value"] > floors[traffic]:
+                    out.append(Roof(level["name"] + suffix, fig["value"], "GB/s", "cache",
+                                    int(level["size_bytes"]), fig["how"], fig.get("spread_pct"), traffic))
         for name, label in (("dram_read", "DRAM read"), ("dram_copy", "DRAM copy"),
                             ("dram_write", "DRAM write")):
             fig = self.ceilings.get(name)
             if usable(fig):
-                out.append(Roof(label, fig["value"], "GB/s", "dram", None, fig["how"], fig.get("spread_pct")))
+                out.append(Roof(label, fig["value"], "GB/s", "dram", None, fig["how"], fig.get("spread_pct"),
+                                name.split("_")[1]))
         return out
 
     def compute_roofs(self) -> list[Roof]:
@@ -121,7 +125,7 @@ class Profile:
         lines.append(f"  cache levels found (the device reports a {size_text(reported)} "
                      "global-memory cache):" if reported else "  cache levels found:")
         for level in self.caches:
-            lines += _level_lines(level, self.value("dram_read") or 0.0)
+            lines += _level_lines(level, self.value("dram_read") or 0.0, self.value("dram_copy") or 0.0)
         if self.data.get("os", {}).get("virtual"):
             lines.append("    (a virtual machine: its CPU flags say hypervisor, so the OS reports the "
                          "host's caches, whose last level other guests share)")
@@ -144,9 +148,9 @@ class Profile:
         return plot_roofline(self, **kwargs)
 
 
-def _level_lines(level: dict[str, Any], dram_read: float) -> list[str]:
+def _level_lines(level: dict[str, Any], dram_read: float, dram_copy: float) -> list[str]:
     """A cache level as the summary prints it: its size (per instance beside it on a CPU, with
-    the OS's figure), what it was found from, its read bandwidth and latency, its steps."""
+    the OS's figure), what it was found from, its read and copy bandwidth and latency, its steps."""
     size = size_text(level["size_bytes"])
     unit, os = level.get("unit_bytes"), level.get("os")
     if os and unit and os.get("spanned", 1) > 1:
@@ -161,10 +165,12 @@ def _level_lines(level: dict[str, Any], dram_read: float) -> list[str]:
     if level.get("reported_bytes"):
         parts.append(f"the device reports {size_text(level['reported_bytes'])} "
                      f"({level['size_bytes'] / level['reported_bytes']:.2f}x)")
-    if usable(level.get("read")):
-        slow = level["read"]["value"] <= dram_read
-        parts.append(f"read {level['read']['value']:,.1f} GB/s"
-                     + (" (no faster than DRAM read: no roof)" if slow else ""))
+    for traffic, floor in (("read", dram_read), ("copy", dram_copy)):
+        fig = level.get(traffic)
+        if usable(fig):
+            parts.append(f"{traffic} {fig['value']:,.1f} GB/s"
+                         + (f" (no faster than DRAM {traffic}: no roof)" if fig["value"] <= floor else
+                            f" ({size_text(fig['bytes'])} set)" if traffic == "copy" and fig.get("bytes") else ""))
     if usable(level.get("latency")):
         parts.append(f"latency {level['latency']['value']:.1f} ns")
     out = ["    " + ", ".join(parts)]
@@ -269,8 +275,10 @@ def _unit(name: str) -> str:
 
 
 def _caches(ctx: Any, effort: Effort, found: dict[str, Any]) -> None:
-    """The cache levels and curves into ``found``, with the DRAM load latency."""
+    """The cache levels (each with its copy ceiling, levelcopy.py) and curves into ``found``,
+    with the DRAM load latency."""
     swept = (sweep if ctx.info.is_gpu else cpusweep).caches(ctx, effort)
+    levelcopy.add_copies(ctx, swept["levels"], effort)
     found["caches"], found["curves"] = swept["levels"], swept["curves"]
     found["ceilings"]["dram_latency"] = swept["dram_latency"]
     if "os" in swept:

@@ -7,8 +7,10 @@ ceiling's search again starting from the kernel's shape (its work-group size and
 where they are known) and stores the new figure where it is higher, saying what prompted it:
 
 * DRAM read, write or copy: the stream kernels over the profile's DRAM buffers (streams.py);
-* a cache level: stream reads, copies and additions over a working set that fits the level,
-  the highest replacing the level's read figure where it is higher;
+* a cache level's read roof: stream reads, copies and additions over a working set that fits
+  the level, the highest replacing the level's read figure where it is higher;
+* a cache level's copy roof: its copy looped inside one launch (levelcopy.py), searched from the
+  kernel's shape at the kernel's working set where it fits the level;
 * local memory and the compute ceilings: their own searches (ceilings.py, compute.py).
 """
 
@@ -81,6 +83,20 @@ def level_streams(ctx: Any, caches: list[dict[str, Any]], at: int, hints: Hints,
     return max(good, key=lambda f: f["value"]) if good else tried[0]
 
 
+def _level_copy(ctx: Any, caches: list[dict[str, Any]], at: int, hints: Hints, effort: Effort,
+                rng: np.random.Generator) -> Figure:
+    """Level ``at``'s looped copy searched from the kernel's shape, over the level's own sets
+    and the kernel's working set where it fits the level."""
+    from . import levelcopy
+
+    gpu = bool(ctx.info.is_gpu)
+    start, axes = hints.apply(levelcopy.START[gpu], levelcopy.AXES[(gpu, False)])
+    sets = levelcopy.sets(caches, at, levelcopy.SETS[(gpu, False)])
+    if hints.working_set and hints.working_set <= int(caches[at]["size_bytes"]):
+        sets = sorted({*sets, int(hints.working_set) >> 7 << 7})
+    return levelcopy.level_copy(ctx, caches, at, effort, rng, start, axes, sets)
+
+
 def _new_figure(ctx: Any, profile: Any, roof: Any, hints: Hints, effort: Effort,
                 rng: np.random.Generator) -> tuple[dict[str, Any], str, Figure]:
     """(the record holding the figure, its key, the figure measured again)."""
@@ -92,7 +108,9 @@ def _new_figure(ctx: Any, profile: Any, roof: Any, hints: Hints, effort: Effort,
         nbytes = int(profile.ceilings[name].get("bytes") or dram_bytes(ctx.info, profile.quick))
         return profile.ceilings, name, _stream(ctx, op, nbytes, hints, effort, rng, "DRAM")
     if roof.kind == "cache":
-        at = [i for i, c in enumerate(profile.caches) if c["name"] == roof.name][0]
+        at = [i for i, c in enumerate(profile.caches) if c["size_bytes"] == roof.size_bytes][0]
+        if roof.traffic == "copy":
+            return profile.caches[at], "copy", _level_copy(ctx, profile.caches, at, hints, effort, rng)
         return profile.caches[at], "read", level_streams(ctx, profile.caches, at, hints, effort,
                                                          rng)
     if roof.kind == "local":

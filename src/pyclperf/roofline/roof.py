@@ -11,7 +11,8 @@ from .memory import size_text
 @dataclass(frozen=True)
 class Roof:
     """One ceiling of the roofline: a memory level (GB/s; ``size_bytes`` for a cache) or a
-    compute rate (GFLOP/s or Gop/s)."""
+    compute rate (GFLOP/s or Gop/s). ``traffic`` says what the figure of a memory level moved:
+    "read", "write" or "copy" (reads and writes together); "" for a compute rate."""
 
     name: str
     value: float
@@ -20,6 +21,7 @@ class Roof:
     size_bytes: int | None
     how: str
     spread_pct: float | None
+    traffic: str = ""
 
     def label(self) -> str:
         size = f" ({size_text(self.size_bytes)})" if self.size_bytes else ""

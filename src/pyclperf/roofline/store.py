@@ -22,7 +22,7 @@ from typing import Any
 
 from ..measure.writer import write_json_atomic
 
-SCHEMA = "pyclperf.profile/1"
+SCHEMA = "pyclperf.profile/2"  # 2: each cache level has its copy figure
 ENV_DIR = "PYCLPERF_PROFILES"  # overrides the folder (tests, shared machines)
 
 
@@ -127,8 +127,8 @@ def structural_problem(data: Any) -> str:
         absent = [k for k in schema()["$defs"]["level"]["required"] if k not in level]
         if absent:  # a profile of before levels were told from steps inside them
             return f"cache level {i} lacks {absent[0]!r}"
-        for part in ("read", "latency"):
-            if level.get(part) is not None:
+        for part in ("read", "copy", "latency"):
+            if level.get(part) is not None or part == "copy":  # a copy figure, or why there is none
                 problem = _figure_problem(f"cache level {i} {part}", level[part])
                 if problem:
                     return problem
