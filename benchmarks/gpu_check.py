@@ -203,9 +203,10 @@ def summarize(stages: dict[str, dict[str, Any]], docs: dict[str, dict[str, Any] 
                                                if e["status"] != "passed"
                                                and not e["status"].startswith("not run (")]
             fig[f"guide_{mode}_unfinished"] = sum(1 for e in exps if e["status"].startswith("not run ("))
-    # Verdicts are compared where at least two modes ran the experiment to its end.
+    # Verdicts are compared where at least two modes ran the experiment to its end: a run
+    # stopped part-way (timed out, not run) holds a verdict from the rows it left, not the run's.
     ran = {m: {e["experiment"] for e in (docs.get(m) or {}).get("experiments", [])
-               if not str(e["status"]).startswith("not run (")} for m in MODES}
+               if e["status"] == "passed" or str(e["status"]).startswith("not run:")} for m in MODES}
     table = verdict_table(docs)
     compared = {n: {m: v for m, v in modes.items() if n in ran[m]} for n, modes in table.items()}
     compared = {n: v for n, v in compared.items() if len(v) >= 2}
