@@ -118,7 +118,8 @@ def test_the_report_says_when_points_were_not_taken_at_full_speed():
 
 def test_short_points_skip_the_costly_energy_counter(nvml, monkeypatch):
     """Reading NVML's energy counter costs milliseconds (3.8 ms on the H200), as much as a short
-    point's whole measurement: only after a point that lasted ENERGY_MIN_S do points read it,
+    point's whole measurement: only after a point that lasted ENERGY_MIN_S do points read it
+    (its start on the reading thread), its end only where the point itself lasted that long,
     and after a short one they stop again."""
     module = nvml()
     reads = []
@@ -132,6 +133,109 @@ def test_short_points_skip_the_costly_energy_counter(nvml, monkeypatch):
     c.begin()
     assert "energy_j" in c.end() and len(reads) == 2     # after a long point it is read
     c.begin()
-    assert "energy_j" in c.end() and len(reads) == 4     # this one lasts 1 ms,
+    # This one lasts 1 ms: its start was read (the last point was long), its end is not.
+    assert "energy_j" not in c.end() and len(reads) == 3
     c.begin()
-    assert "energy_j" not in c.end() and len(reads) == 4  # so the next is not read
+    assert "energy_j" not in c.end() and len(reads) == 3  # and the next reads neither
+
+
+def _slow(module, seconds):
+    """``module``'s per-point readings, each taking ``seconds`` (NVML on a busy driver)."""
+    import time
+
+    for name in ("nvmlDeviceGetClockInfo", "nvmlDeviceGetPowerUsage", "nvmlDeviceGetTemperature",
+                 "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetComputeRunningProcesses"):
+        call = getattr(module, name)
+        setattr(module, name, lambda *a, _call=call: (time.sleep(seconds), _call(*a))[1])
+
+
+def test_readings_are_taken_while_the_launches_run(nvml):
+    """The readings come from a thread of their own while the point's launches run: a point
+    longer than NVML's readings waits for none of them, and its row says they were done during
+    it; a point shorter than them waits for the rest and says so."""
+    import time
+
+    module = nvml(sm=1395)
+    _slow(module, 0.01)  # 6 readings: 60 ms
+    c = Conditions.for_device(H200)
+    c.begin()
+    time.sleep(0.3)  # the point's launches
+    t0 = time.perf_counter()
+    row = c.end()
+    assert time.perf_counter() - t0 < 0.03
+    assert row["conditions_during"] is True and row["sm_clock_mhz"] == 1395
+    assert "SM clock 1395 of 1980 MHz" in row["conditions"] and row["power_w"] == 412.0
+    c.begin()
+    row = c.end()  # a point shorter than its readings
+    assert row["conditions_during"] is False and row["sm_clock_mhz"] == 1395
+
+
+def test_a_point_that_raised_leaves_no_reading_in_the_way(nvml):
+    """A point whose launches raised never calls end(): its reading, if not taken yet, is
+    skipped, and the next point gets its own."""
+    module = nvml()
+    _slow(module, 0.02)
+    c = Conditions.for_device(H200)
+    c.begin()
+    c.begin()  # the first point raised before end()
+    c.begin()
+    row = c.end()
+    assert row["sm_clock_mhz"] == 1980 and row["conditions"] == ""
+
+
+def test_a_reading_that_fails_is_raised_by_end(nvml):
+    module = nvml()
+
+    def broken(handle):
+        raise RuntimeError("driver went away")
+
+    module.nvmlDeviceGetPowerUsage = broken
+    c = Conditions.for_device(H200)
+    c.begin()
+    with pytest.raises(RuntimeError, match="driver went away"):
+        c.end()
+
+
+def test_the_reading_thread_ends_when_idle_and_comes_back(nvml, monkeypatch):
+    nvml()
+    monkeypatch.setattr(conditions, "IDLE_S", 0.05)
+    c = Conditions.for_device(H200)
+    c.begin()
+    c.end()
+    reader = c._reader
+    assert reader is not None
+    reader.join(timeout=2)
+    assert not reader.is_alive() and c._reader is None
+    c.begin()
+    assert c.end()["sm_clock_mhz"] == 1980
+
+
+def test_a_sweep_s_first_point_reads_no_energy_whatever_the_last_sweep(nvml, monkeypatch):
+    """A long point of one run must not make the next run's first, short point pay for the
+    counter (3.8 ms a reading on the H200): each sweep starts afresh (run_experiment says so)."""
+    module = nvml()
+    reads = []
+    counter = module.nvmlDeviceGetTotalEnergyConsumption
+    module.nvmlDeviceGetTotalEnergyConsumption = lambda h: (reads.append(1), counter(h))[1]
+    clock = iter([0.0, 0.5, 1.0, 1.001])
+    monkeypatch.setattr(conditions.time, "perf_counter", lambda: next(clock))
+    c = Conditions.for_device(H200)
+    c.begin()
+    c.end()  # a point of 0.5 s ends one sweep
+    c.new_sweep()
+    c.begin()
+    assert "energy_j" not in c.end() and not reads
+
+
+def test_an_experiment_sweep_starts_its_energy_afresh(ctx, monkeypatch):
+    """run_experiment tells the device's readings that a sweep begins."""
+    from pyclperf.measure import residency
+
+    started = []
+    watch = types.SimpleNamespace(new_sweep=lambda: started.append(1), begin=lambda: None,
+                                  end=lambda: {})
+    monkeypatch.setitem(residency._conditions, ctx, watch)
+    import pyclperf
+
+    pyclperf.run("offset", ctx, size=1024, values=[0, 1], repeats=2, verify=False, progress=False)
+    assert started == [1]

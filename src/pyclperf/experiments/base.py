@@ -383,6 +383,9 @@ def run_experiment(
         return row
 
     points = experiment.points()
+    watch = conditions_of(experiment.ctx)
+    if watch is not None:
+        watch.new_sweep()
     if isinstance(experiment, Experiment):
         experiment.ctx.prebuild([r for p in points if experiment.skip(p) is None
                                  for r in experiment.builds(p)])
