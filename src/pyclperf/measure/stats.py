@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Sequence
 
@@ -27,7 +28,8 @@ def summarize(times_ns: Any) -> dict[str, float]:
     t = sorted(raw.tolist())
     if not math.isfinite(total) or t[0] < 0:
         raise ValueError("timings must be finite and non-negative")
-    q1, median, q3 = _quantile(t, 0.25), _quantile(t, 0.5), _quantile(t, 0.75)
+    at1, at2, at3 = _quartile_positions(len(t))
+    q1, median, q3 = _at(t, *at1), _at(t, *at2), _at(t, *at3)
     return {
         "n": len(t),
         "median_ns": median,
@@ -45,11 +47,23 @@ def _quantile(s: Sequence[float], q: float) -> float:
     """np.percentile(s, 100 q) of sorted ``s`` (its default "linear" method, the same float
     operations, so the same bits): np.percentile costs ~150 us per call on a slow host, once
     per point of every sweep, where sorting once and indexing costs a few."""
-    n = len(s)
+    return _at(s, *_position(len(s), q))
+
+
+def _position(n: int, q: float) -> tuple[int, int, float]:
+    """Where the q-quantile of n sorted values lies: the two indices and the weight between."""
     virtual = n * q + (1 + q * -1) - 1  # numpy's _compute_virtual_index with alpha = beta = 1
     lo = min(max(math.floor(virtual), 0), n - 1)
-    hi = min(lo + 1, n - 1)
-    gamma = virtual - math.floor(virtual)
+    return lo, min(lo + 1, n - 1), virtual - math.floor(virtual)
+
+
+# A sweep's points mostly have the same number of samples: their quartiles' positions once.
+@functools.lru_cache(maxsize=1024)
+def _quartile_positions(n: int) -> tuple[tuple[int, int, float], ...]:
+    return tuple(_position(n, q) for q in (0.25, 0.5, 0.75))
+
+
+def _at(s: Sequence[float], lo: int, hi: int, gamma: float) -> float:
     a, b = float(s[lo]), float(s[hi])
     diff = b - a
     # numpy's _lerp: from the nearer end, so the result stays within [a, b].

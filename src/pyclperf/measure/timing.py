@@ -111,7 +111,7 @@ def collect_rounds(batch: Callable[[int, int], Sequence[float]], *, warmup: int,
     (ns). Kernels, host transfers and device copies all stop by this one rule."""
     start = time.perf_counter()
     min_samples = min(policy.min_samples, policy.max_samples)
-    times = [float(t) for t in batch(min_samples, warmup)]
+    times = list(map(float, batch(min_samples, warmup)))
     rounds = 1
     goal_ns = policy.min_time_s * 1e9
     limit = wall_limit_s(policy.min_time_s, policy.max_wall_s)
@@ -144,9 +144,10 @@ def collect_rounds(batch: Callable[[int, int], Sequence[float]], *, warmup: int,
         fits = max(1, int((limit - spent) / (spent / n))) if spent > 0 else need
         times += [float(t) for t in batch(min(policy.max_samples - n, need, fits), 0)]
         rounds += 1
-    return Samples(np.asarray(times), stopped, rounds,
-                   median_interval(ordered, policy.confidence), width if policy.rel_target is not None
-                   else relative_half_width(ordered, policy.confidence))
+    if policy.rel_target is None:  # the loop asked for no width: the row still records it
+        width = relative_half_width(ordered, policy.confidence)
+    return Samples(np.asarray(times), stopped, rounds, median_interval(ordered, policy.confidence),
+                   width)
 
 
 def time_adaptively(kernel: Any, g: list[int], local: list[int] | None, *, warmup: int,

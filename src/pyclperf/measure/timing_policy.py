@@ -62,6 +62,9 @@ class Policy:
             raise ValueError(f"min_time_s and max_wall_s must be >= 0, got {self.min_time_s}, "
                              f"{self.max_wall_s}")
 
+    # Cached: a sweep asks for the same floor at every point, and building a frozen dataclass
+    # (replace, then its checks) costs several microseconds a point.
+    @functools.lru_cache(maxsize=256)
     def at_least(self, samples: int, min_time_s: float) -> "Policy":
         """This rule with a run's own floor: ``samples`` (its --repeats) and ``min_time_s`` (its
         --min-time-s) in place of the policy's, the sample cap raised to fit them."""
