@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 from .. import _core
 from ..device.clocks import Timing, check_method, event_clock, timing_for
 from ..measure.conditions import energy_columns
-from ..measure.residency import conditions_of
+from ..measure.residency import conditions_of, sweep_begins
 from ..measure import timing_policy
 from ..measure.timing import time_steps
 from ..measure.timing_policy import Policy, policy_named
@@ -383,9 +383,7 @@ def run_experiment(
         return row
 
     points = experiment.points()
-    watch = conditions_of(experiment.ctx)
-    if watch is not None:
-        watch.new_sweep()
+    sweep_begins(experiment.ctx)  # its first point reads no energy, whatever the last run's lasted
     if isinstance(experiment, Experiment):
         experiment.ctx.prebuild([r for p in points if experiment.skip(p) is None
                                  for r in experiment.builds(p)])

@@ -59,7 +59,7 @@ def _reason_bits(pynvml: Any) -> dict[int, str]:
 
 
 class Conditions:
-    """NVML readings of one device around each point (see begin() and end())."""
+    """NVML readings of one device during each point (see begin() and end())."""
 
     def __init__(self, pynvml: Any, handle: Any) -> None:
         self.nvml = pynvml

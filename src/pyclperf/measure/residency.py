@@ -7,7 +7,7 @@ what caches may hold: plausible.cache_allowance, since drivers under-report thei
 array written once, an in/out argument twice) and the bandwidth that implies, and with
 ``cold=True`` the last-level cache is flushed before every timed launch, outside the timed
 events, by a kernel reading a buffer much larger than any cache. The GPU's clocks, power
-and throttling around the timed launches come from tuner.conditions where NVML knows the
+and throttling while the timed launches run come from measure.conditions where NVML knows the
 device.
 """
 
@@ -94,6 +94,13 @@ def conditions_of(ctx: Any) -> Conditions | None:
     if ctx not in _conditions:
         _conditions[ctx] = Conditions.for_device(ctx.info)
     return _conditions[ctx]
+
+
+def sweep_begins(ctx: Any) -> None:
+    """A sweep on ctx begins: its NVML readings start afresh (Conditions.new_sweep)."""
+    watch = conditions_of(ctx)
+    if watch is not None:
+        watch.new_sweep()
 
 
 def chained(*steps: Callable[[], None] | None) -> Callable[[], None] | None:

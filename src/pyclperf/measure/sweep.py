@@ -137,8 +137,8 @@ def run_points(
 
 
 class RowStream:
-    """Where finished rows go, each as soon as it finishes: the JSON-lines file (written and
-    fsynced), the Results, any other sinks (objects with add(row) and close(), such as a Kernel
+    """Where finished rows go, each as soon as it finishes: the JSON-lines file (written, and
+    fsynced on the writer's own thread), the Results, any other sinks (objects with add(row) and close(), such as a Kernel
     Tuner cache), and the progress bar. close() keeps everything that finished.
 
     The file goes first: a row it could not take (ResultsWriteError, a full disk) is in none of

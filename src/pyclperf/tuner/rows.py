@@ -18,8 +18,8 @@ ROW_FIELDS = frozenset({
     "timestamp", "strategy_s", "framework_s", "worker_output", "kernel_work_group_size",
     "build_log", "memcheck_s", "working_set_bytes", "cache_bytes", "cache_resident", "cold",
     "compulsory_bytes", "compulsory_gbps", "sm_clock_mhz", "mem_clock_mhz", "sm_clock_max_mhz",
-    "power_w", "temperature_c", "conditions_during", "energy_j", "mean_power_w", "energy_per_launch_j", "throttle",
-    "conditions", "residency", "method", "method_reason", "suspect", "notes",
+    "power_w", "temperature_c", "conditions_during", "energy_j", "mean_power_w",
+    "energy_per_launch_j", "throttle", "conditions", "residency", "method", "method_reason", "suspect", "notes",
     "replayed", "simulated_s", "pareto", "strategy", "ran_s",
 })
 
