@@ -15,9 +15,16 @@ Per-call figures are the median of 7 blocks of 1,000 calls on both sides.
 Each side runs in its own process (PyOpenCL's wheel bundles its own ICD loader: --vendors DIR
 is made for it, naming NVIDIA's library), pinned to the same CPUs (--cpus), the sides taking
 turns for --rounds rounds; the summary gives each figure's median over the rounds and the
-ratios. Run on the GPU machine:
+ratios, and per point (``host_us_per_point``: each sweep's wall time less its kernels' time, the
+warm-ups counted at the timed launches' mean; ``experiment_extra_us_per_point``: what the
+experiment adds to PyOpenCL's loop). Run on the GPU machine:
 
     python benchmarks/overhead.py --device nvidia --rounds 5 --json overhead.json
+
+Elsewhere, on PoCL, with small buffers and a PyOpenCL installed apart from pyclperf's environment
+(``pip install --target DIR pyopencl``):
+
+    python benchmarks/overhead.py --device cpu --items 16384 --cpus "" --pyopencl-path DIR
 """
 
 from __future__ import annotations
@@ -58,6 +65,31 @@ def per_call(fn: Any) -> float:
     return float(np.median(blocks))
 
 
+class InsideTiming:
+    """Seconds spent inside pyclperf's C++ timing call (launches, waits, timestamps) while
+    active: a sweep's wall time less this is its Python's, on any device."""
+
+    def __init__(self) -> None:
+        from pyclperf.device import program
+
+        self.program, self.real, self.seconds = program, program._time_durations, 0.0
+
+    def __enter__(self) -> "InsideTiming":
+        def timed(*args: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return self.real(*args)
+            finally:
+                self.seconds += time.perf_counter() - t0
+
+        self.seconds = 0.0
+        self.program._time_durations = timed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.program._time_durations = self.real
+
+
 def side_pyclperf(device: str, items: int) -> dict[str, Any]:
     import pyclperf
     from pyclperf.measure.timing_policy import Policy
@@ -70,11 +102,15 @@ def side_pyclperf(device: str, items: int) -> dict[str, Any]:
     }
     copy = ctx.program(OFFSET).kernel("offset_copy")
     src, dst = ctx.buffer(4 * (items + 64)), ctx.buffer(4 * (items + 64))
-    t0 = time.perf_counter()
-    for k_off in range(POINTS):
-        copy.set_args(dst, src, np.int32(k_off))
-        copy.time(items, 256, warmup=WARMUP, repeats=REPEATS)
-    out["unverified_loop_s"] = time.perf_counter() - t0
+    timed = 0.0
+    with InsideTiming() as inside:
+        t0 = time.perf_counter()
+        for k_off in range(POINTS):
+            copy.set_args(dst, src, np.int32(k_off))
+            timed += float(copy.time(items, 256, warmup=WARMUP, repeats=REPEATS).sum())
+        out["unverified_loop_s"] = time.perf_counter() - t0
+    out["unverified_loop_timed_s"] = timed * 1e-9
+    out["unverified_loop_inside_s"] = inside.seconds
     # One untimed run first builds the kernels (as the PyOpenCL side's build is outside its loop).
     t0 = time.perf_counter()
     pyclperf.run("offset", ctx, size=items, values=[0], warmup=1, repeats=1, progress=False)
@@ -84,16 +120,24 @@ def side_pyclperf(device: str, items: int) -> dict[str, Any]:
     # default policy: at least 20 launches, more until the median's interval is within 1%).
     fixed = Policy(min_samples=REPEATS, rel_target=None)
     for verify, adaptive in ((False, False), (True, False), (False, True), (True, True)):
-        t0 = time.perf_counter()
-        res = pyclperf.run("offset", ctx, size=items, warmup=WARMUP, repeats=REPEATS,
-                           verify=verify, progress=False, min_time_s=0.0,
-                           policy="default" if adaptive else fixed)
-        key = ("verified" if verify else "unverified") + ("_adaptive" if adaptive else "")
-        out[f"{key}_experiment_s"] = time.perf_counter() - t0
+        with InsideTiming() as inside:
+            t0 = time.perf_counter()
+            res = pyclperf.run("offset", ctx, size=items, warmup=WARMUP, repeats=REPEATS,
+                               verify=verify, progress=False, min_time_s=0.0,
+                               policy="default" if adaptive else fixed)
+            key = ("verified" if verify else "unverified") + ("_adaptive" if adaptive else "")
+            out[f"{key}_experiment_s"] = time.perf_counter() - t0
+        out[f"{key}_inside_s"] = inside.seconds
         out[f"{key}_statuses"] = sorted({r["status"] for r in res.rows})
         out[f"{key}_launches"] = int(sum(r.get("n", 0) for r in res.rows))
         # The timed launches' own time: the rest of the wall time is the host's (and warm-ups).
         out[f"{key}_timed_s"] = sum(r.get("n", 0) * r.get("mean_ns", 0.0) for r in res.rows) * 1e-9
+        # Where NVML knows the GPU: the rows whose readings were done while their launches ran,
+        # and those that read the energy counter (milliseconds a reading on NVIDIA's driver).
+        if any("conditions_during" in r for r in res.rows):
+            out[f"{key}_conditions_during"] = sum(bool(r.get("conditions_during"))
+                                                  for r in res.rows)
+            out[f"{key}_energy_rows"] = sum("energy_j" in r for r in res.rows)
     return out
 
 
@@ -123,7 +167,8 @@ def side_pyopencl(items: int) -> dict[str, Any]:
     def buffers() -> tuple[Any, Any]:
         return tuple(cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * (items + 64)) for _ in range(2))
 
-    def sweep(src: Any, dst: Any) -> None:
+    def sweep(src: Any, dst: Any) -> float:
+        timed = 0
         for k_off in range(POINTS):
             copy.set_args(dst, src, np.int32(k_off))
             for _ in range(WARMUP):
@@ -131,12 +176,14 @@ def side_pyopencl(items: int) -> dict[str, Any]:
             q.finish()
             events = [cl.enqueue_nd_range_kernel(q, copy, (items,), (256,)) for _ in range(REPEATS)]
             q.finish()
-            [e.profile.end - e.profile.start for e in events]
+            timed += sum(e.profile.end - e.profile.start for e in events)
+        return timed * 1e-9
 
     src, dst = buffers()
     t0 = time.perf_counter()
-    sweep(src, dst)
+    timed = sweep(src, dst)
     out["unverified_loop_s"] = time.perf_counter() - t0
+    out["unverified_loop_timed_s"] = timed
     src.release()
     dst.release()
     # The same as a whole script does it, as the experiment does: its own buffers made, used
@@ -149,6 +196,10 @@ def side_pyopencl(items: int) -> dict[str, Any]:
     dst.release()
     out["script_s"] = time.perf_counter() - t0
     return out
+
+
+def median_of(values: list[float]) -> float:
+    return float(np.median(values)) if values else float("nan")
 
 
 def summarize(out: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -173,6 +224,34 @@ def summarize(out: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         summary[key] = median("pyclperf", key)
         base = reference_call if key.endswith("_us") else reference_loop
         summary[f"{key}_over_pyopencl"] = summary[key] / base
+    # Per point, in microseconds: what each sweep spends besides its kernels (the wall time less
+    # the timed launches, the warm-ups counted at the timed launches' mean), and what the
+    # experiment adds over PyOpenCL's loop and over pyclperf's own loop in the same process.
+    def host_us(side: str, wall: str, timed: str) -> float:
+        values = [(r[wall] - r[timed] * (WARMUP + REPEATS) / REPEATS) / POINTS * 1e6
+                  for r in out.get(side, []) if wall in r and timed in r]
+        return float(np.median(values)) if values else float("nan")
+
+    summary["host_us_per_point"] = {
+        "pyopencl_loop": host_us("pyopencl", "unverified_loop_s", "unverified_loop_timed_s"),
+        "pyclperf_loop": host_us("pyclperf", "unverified_loop_s", "unverified_loop_timed_s"),
+        "unverified_experiment": host_us("pyclperf", "unverified_experiment_s",
+                                         "unverified_timed_s")}
+    # The clearest figure, on any device: per point, the sweep's wall time less the time inside
+    # the C++ timing calls (launches and waits), i.e. the Python around them.
+    summary["python_us_per_point"] = {
+        "pyclperf_loop": median_of([(r["unverified_loop_s"] - r["unverified_loop_inside_s"])
+                                    / POINTS * 1e6 for r in out.get("pyclperf", [])
+                                    if "unverified_loop_inside_s" in r]),
+        "unverified_experiment": median_of(
+            [(r["unverified_experiment_s"] - r["unverified_inside_s"]) / POINTS * 1e6
+             for r in out.get("pyclperf", []) if "unverified_inside_s" in r])}
+    summary["experiment_extra_us_per_point"] = (
+        (summary["unverified_experiment_s"] - reference_loop) / POINTS * 1e6)
+    summary["experiment_over_own_loop_us_per_point"] = median_of(
+        [(r["unverified_experiment_s"] - r["unverified_loop_s"]) / POINTS * 1e6
+         for r in out.get("pyclperf", [])
+         if "unverified_loop_s" in r and "unverified_experiment_s" in r])
     # Round by round too: the targets read "in the same device run".
     pairs = list(zip(out.get("pyclperf", []), out.get("pyopencl", [])))
     reference_script = median("pyopencl", "script_s")
@@ -193,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--side", choices=["both", "pyclperf", "pyopencl"], default="both")
     ap.add_argument("--items", type=int, default=ITEMS)
     ap.add_argument("--vendors", default="/tmp/kt-vendors")
+    ap.add_argument("--pyopencl-path", default="",
+                    help="folders put first on PYTHONPATH for the PyOpenCL side alone (a PyOpenCL "
+                         "installed with pip --target, kept out of pyclperf's environment)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cpus", default="2,3", help="CPUs every side is pinned to ('' for none)")
@@ -218,7 +300,12 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, list[dict[str, Any]]] = {}
     for _ in range(args.rounds):
         for side in ("pyopencl", "pyclperf"):
-            env = {**os.environ, "OCL_ICD_VENDORS": str(vend)} if side == "pyopencl" else dict(os.environ)
+            env = dict(os.environ)
+            if side == "pyopencl":
+                env["OCL_ICD_VENDORS"] = str(vend)
+                if args.pyopencl_path:
+                    env["PYTHONPATH"] = os.pathsep.join(
+                        p for p in (args.pyopencl_path, env.get("PYTHONPATH", "")) if p)
             done = subprocess.run([sys.executable, __file__, "--side", side, "--device", args.device,
                                    "--items", str(args.items), "--cpus", args.cpus],
                                   env=env, capture_output=True, text=True)
