@@ -334,8 +334,7 @@ def run_experiment(
         raise _core.InvalidArgumentError(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
     if min_time_s < 0:
         raise _core.InvalidArgumentError(f"min_time_s must be >= 0, got {min_time_s}")
-    ceilings = peak or experiment.peak or theoretical(experiment.ctx)
-    experiment.peak = ceilings
+    ceilings = experiment.peak = peak or experiment.peak or theoretical(experiment.ctx)
     if not experiment.adaptive and min_time_s > 0:
         raise _core.InvalidArgumentError(
             f"{experiment.id} times a fixed number of repeats (--repeats): a minimum time per "
@@ -374,12 +373,12 @@ def run_experiment(
             row["method_reason"] = timing.reason
         # Residency matters where the row is held against DRAM: not for PCIe transfers, local
         # memory or instruction throughput (whose data sits in caches whatever happens).
-        footprint = experiment.footprint_bytes(whole) if kind == "dram" else None
-        row.update(residency(footprint, allowance, bool(cold)))
+        footprint = experiment.footprint_bytes(whole)
+        row.update(residency(footprint if kind == "dram" else None, allowance, bool(cold)))
         source = ceilings.dram_source if kind == "dram" else ceilings.pcie_source
         flag(row, [clock_problem(whole, clock),
                    ceiling_problem(whole, kind=kind, ceiling_gbps=ceiling, source=source,
-                                   footprint=experiment.footprint_bytes(whole), allowance=allowance)])
+                                   footprint=footprint, allowance=allowance)])
         return row
 
     points = experiment.points()
