@@ -90,11 +90,39 @@ class InsideTiming:
         self.program._time_durations = self.real
 
 
-def side_pyclperf(device: str, items: int) -> dict[str, Any]:
+def stand_in_for_nvml(ctx: Any, costs: str) -> None:
+    """Make ``ctx``'s device read its conditions from a stand-in for NVML whose readings cost
+    what ``costs`` says ("QUICK,ENERGY" in ms: each clock, power, temperature, throttle or
+    process reading, and the energy counter; the H200's driver: about 0.005 and 3.8), so that
+    their effect on a sweep shows on any device. The figures it gives are an H200's."""
+    import types
+
+    from pyclperf.measure import conditions, residency
+
+    quick_ms, energy_ms = (float(v) for v in costs.split(","))
+
+    def costing(ms: float, value: Any) -> Any:
+        return lambda *args: (time.sleep(ms / 1e3), value)[1]
+
+    nvml = types.SimpleNamespace(
+        NVMLError=RuntimeError, NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2, NVML_TEMPERATURE_GPU=0,
+        nvmlDeviceGetMaxClockInfo=lambda h, c: 1980,
+        nvmlDeviceGetClockInfo=costing(quick_ms, 1980),
+        nvmlDeviceGetPowerUsage=costing(quick_ms, 412_000),
+        nvmlDeviceGetTemperature=costing(quick_ms, 51),
+        nvmlDeviceGetCurrentClocksEventReasons=costing(quick_ms, 0),
+        nvmlDeviceGetComputeRunningProcesses=costing(quick_ms, []),
+        nvmlDeviceGetTotalEnergyConsumption=costing(energy_ms, 1_000_000))
+    residency._conditions[ctx] = conditions.Conditions(nvml, "stand-in")
+
+
+def side_pyclperf(device: str, items: int, fake_nvml: str = "") -> dict[str, Any]:
     import pyclperf
     from pyclperf.measure.timing_policy import Policy
 
     ctx = pyclperf.Context(device)
+    if fake_nvml:
+        stand_in_for_nvml(ctx, fake_nvml)
     k = ctx.program(TINY).kernel("tiny").set_args(ctx.buffer(4096))
     out: dict[str, Any] = {
         "time_us": per_call(lambda: k.time(256, 256, warmup=0, repeats=1)),
@@ -276,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="folders put first on PYTHONPATH for the PyOpenCL side alone (a PyOpenCL "
                          "installed with pip --target, kept out of pyclperf's environment)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--fake-nvml", default="", metavar="QUICK_MS,ENERGY_MS",
+                    help="pyclperf's side reads its conditions from a stand-in for NVML costing "
+                         "this much a reading (e.g. 0.005,3.8 as on the H200), on any device")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cpus", default="2,3", help="CPUs every side is pinned to ('' for none)")
     args = ap.parse_args(argv)
@@ -284,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         # the difference being measured.
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     if args.side == "pyclperf":
-        print(json.dumps(side_pyclperf(args.device, args.items)))
+        print(json.dumps(side_pyclperf(args.device, args.items, args.fake_nvml)))
         return 0
     if args.side == "pyopencl":
         print(json.dumps(side_pyopencl(args.items)))
@@ -307,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
                     env["PYTHONPATH"] = os.pathsep.join(
                         p for p in (args.pyopencl_path, env.get("PYTHONPATH", "")) if p)
             done = subprocess.run([sys.executable, __file__, "--side", side, "--device", args.device,
-                                   "--items", str(args.items), "--cpus", args.cpus],
+                                   "--items", str(args.items), "--cpus", args.cpus,
+                                   "--fake-nvml", args.fake_nvml],
                                   env=env, capture_output=True, text=True)
             if done.returncode:
                 print(done.stderr[-3000:], file=sys.stderr)
