@@ -13,11 +13,13 @@ Some experiments measure something the host's own work disturbs: transfers over 
 the host's clocks. They take the turn ``quiet``: while they measure, no other lane runs host
 work either (their own host sections give the quiet up as well, and take it again after).
 
-Two advisory file locks in one folder (``$PYCLPERF_DEVICE_TURNS``, set by the guide for its
-lanes) do it: ``device`` (exclusive: the turn) and ``host`` (shared by host sections, exclusive
-for a quiet turn). Locks are always taken device first, host second, and a host section lets
-go of ``host`` before it waits for ``device`` again, so no two lanes can wait on each other. A
-lane that dies or is killed lets go of both (the kernel drops a dead process's locks).
+Three advisory file locks in one folder (``$PYCLPERF_DEVICE_TURNS``, set by the guide for its
+lanes) do it: ``device`` (exclusive: the turn), ``host`` (shared by host sections, exclusive for
+a quiet turn) and ``gate`` (a quiet turn closes it while it waits for the host sections under
+way, so that new ones cannot keep it waiting for ever). No lane waits for ``gate`` or ``host``
+while it holds ``device``, and a quiet turn takes ``device`` last, so no two lanes can wait on
+each other, and the device is never held idle while host work drains. A lane that dies or is
+killed lets go of all three (the kernel drops a dead process's locks).
 
 Without that variable, or outside a turn, every call here does nothing: ``pyclperf run``, the
 tuner and the tests run as before.
@@ -109,11 +111,17 @@ def device_turn(quiet: bool = False, label: str = "") -> Iterator[None]:
 
 
 def _take(quiet: bool = False) -> None:
-    """Wait for the turn (device, then host for a quiet one) and note the wait."""
+    """Wait for the turn and note the wait. A quiet turn first closes the gate to new host
+    sections, waits out those under way (host, exclusive) and opens the gate again, all before
+    it asks for the device: the device is never held idle while host work drains."""
     asked = time.monotonic()
-    _lock("device", fcntl.LOCK_EX)
     if quiet:
-        _lock("host", fcntl.LOCK_EX)
+        _lock("gate", fcntl.LOCK_EX)
+        try:
+            _lock("host", fcntl.LOCK_EX)
+        finally:
+            _unlock("gate")
+    _lock("device", fcntl.LOCK_EX)
     _state.since = time.monotonic()
     _state.waited_s += _state.since - asked
     _state.holding = True
@@ -123,9 +131,9 @@ def _give(quiet: bool = False) -> None:
     """Let the turn go (and the host's quiet, ``quiet``) and note how long it was held."""
     _state.held_s += time.monotonic() - _state.since
     _state.holding = False
+    _unlock("device")
     if quiet:
         _unlock("host")
-    _unlock("device")
 
 
 @contextlib.contextmanager
@@ -133,22 +141,28 @@ def host_only() -> Iterator[None]:
     """Run the body, host work that touches no device, while another process measures.
 
     The device is idle when the body starts: pyclperf's launches and transfers wait for their
-    commands before they return. A quiet turn gives up its quiet too: its own host work is not
-    a measurement, so the other lanes may measure and work beside it, and the quiet is taken
-    again before it measures. Outside a turn the body simply runs.
+    commands before they return. The turn is given up first, then the section passes the gate
+    (closed while a quiet turn waits for host work to drain) and holds ``host`` shared. A quiet
+    turn gives up its quiet too: its own host work is not a measurement, so the other lanes may
+    measure and work beside it, and the quiet is taken again before it measures. Outside a
+    turn the body simply runs.
     """
     if not _state.holding or _state.owner != threading.get_ident():
         yield
         return
     quiet = _state.quiet
-    if quiet:
-        _unlock("host")  # the exclusive hold, traded for a shared one below
-    _lock("host", fcntl.LOCK_SH)
-    _give()
+    _give(quiet)
     try:
-        yield
+        _lock("gate", fcntl.LOCK_SH)
+        try:
+            _lock("host", fcntl.LOCK_SH)
+        finally:
+            _unlock("gate")
+        try:
+            yield
+        finally:
+            _unlock("host")
     finally:
-        _unlock("host")
         _take(quiet)
 
 
