@@ -10,8 +10,8 @@ references. Host sections of several lanes run side by side on the host's cores 
 lane measures.
 
 Some experiments measure something the host's own work disturbs: transfers over the host's bus,
-the host's clocks. They take the turn ``quiet``: while they measure, no other lane runs host
-work either (their own host sections give the quiet up as well, and take it again after).
+the host's clocks. They take the turn ``quiet``: while they hold it, no other lane runs host
+work either.
 
 Three advisory file locks in one folder (``$PYCLPERF_DEVICE_TURNS``, set by the guide for its
 lanes) do it: ``device`` (exclusive: the turn), ``host`` (shared by host sections, exclusive for
@@ -142,16 +142,16 @@ def host_only() -> Iterator[None]:
 
     The device is idle when the body starts: pyclperf's launches and transfers wait for their
     commands before they return. The turn is given up first, then the section passes the gate
-    (closed while a quiet turn waits for host work to drain) and holds ``host`` shared. A quiet
-    turn gives up its quiet too: its own host work is not a measurement, so the other lanes may
-    measure and work beside it, and the quiet is taken again before it measures. Outside a
-    turn the body simply runs.
+    (closed while a quiet turn waits for host work to drain) and holds ``host`` shared. Under a
+    quiet turn the body runs inside it: giving the quiet up and taking it again around every
+    host section of a transfer sweep made each of its points wait for the other lanes' host
+    work to drain (on the H200 the device then stood idle a third of the guide). Outside a turn
+    the body simply runs.
     """
-    if not _state.holding or _state.owner != threading.get_ident():
+    if not _state.holding or _state.quiet or _state.owner != threading.get_ident():
         yield
         return
-    quiet = _state.quiet
-    _give(quiet)
+    _give()
     try:
         _lock("gate", fcntl.LOCK_SH)
         try:
@@ -163,7 +163,7 @@ def host_only() -> Iterator[None]:
         finally:
             _unlock("host")
     finally:
-        _take(quiet)
+        _take()
 
 
 def host_work(fn: F) -> F:
