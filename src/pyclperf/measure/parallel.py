@@ -17,8 +17,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from ..device.turns import host_work
-
 CHUNK = 1 << 20  # elements per chunk: a float64 temporary of 8 MiB stays in a core's caches
 MAX_THREADS = 8  # past this the host's memory bandwidth, not its cores, is the limit
 
@@ -58,11 +56,13 @@ def chunks(n: int, chunk: int = CHUNK) -> list[slice]:
     return [slice(i, min(i + chunk, n)) for i in range(0, n, chunk)]
 
 
-@host_work
 def map_chunks(fn: Callable[[slice], Any], n: int, chunk: int = CHUNK) -> list[Any]:
     """``fn(s)`` for each slice ``s`` of ``chunks(n, chunk)``, in order; on the pool's threads
-    where there are at least two chunks and two threads, else in this thread. Host work only
-    (``fn`` touches no device): another of the guide's lanes may measure meanwhile."""
+    where there are at least two chunks and two threads, else in this thread.
+
+    Where the guide runs lanes (device/turns.py), this work stays inside the lane's turn: run
+    beside another lane's measurement, its threads took the cores that lane's own Python needed
+    (on the H200 the turns were held longer in all once every lane's chunks ran at once)."""
     parts = chunks(n, chunk)
     if len(parts) < 2 or threads() < 2:
         return [fn(s) for s in parts]
