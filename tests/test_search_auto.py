@@ -110,3 +110,20 @@ def test_the_model_runs_blas_on_one_thread_and_gives_the_rest_back(monkeypatch) 
                 if i["user_api"] == "blas"} == before
         s.tell(config, float(hash(tuple(config.values())) % 97 + 1))
     assert len(seen) == 16 and all(t and set(t) == {1} for t in seen)
+
+
+def test_the_models_coordinates_add_log_and_powers_of_two_only_where_they_tell_something() -> None:
+    """Block sizes 16, 32, ..., 64 get their log and their largest power-of-two divisor beside
+    the index; powers of two (the log is the index again), two values, booleans and strings
+    get nothing more."""
+    from pyclperf.tuner.search.auto import coordinates
+
+    levels = [[16, 32, 48, 64], [1, 2, 4, 8], [0, 1], [True, False, None], ["a", "b", "c"]]
+    sizes = np.array([len(v) for v in levels])
+    X = np.array([[0, 0, 0, 0, 0], [1, 3, 1, 1, 2], [2, 1, 0, 2, 1], [3, 2, 1, 0, 0]])
+    Z = coordinates(X, sizes, levels)
+    assert Z.shape == (4, 7)
+    assert np.allclose(Z[:, :5], X / (sizes - 1))
+    assert np.allclose(Z[:, 5], (np.log2([16, 32, 48, 64]) - 4) / 2)
+    assert np.allclose(Z[:, 6], [0, 0.5, 0, 1])              # 16, 32, 16 (of 48), 64
+    assert np.array_equal(coordinates(X, sizes), Z[:, :5])   # no levels: the indices alone

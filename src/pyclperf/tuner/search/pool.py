@@ -44,7 +44,8 @@ def one_blas_thread() -> Any:
     return contextlib.nullcontext() if _blas is False else _blas.limit(limits=1, user_api="blas")
 
 
-RowProgram = Callable[[np.ndarray, np.ndarray, random.Random, int], Generator[int, Any, None]]
+RowProgram = Callable[[np.ndarray, np.ndarray, random.Random, int, list],
+                      Generator[int, Any, None]]
 
 
 def pool(s: Stepwise, rng: random.Random, budget: int) -> tuple[np.ndarray, np.ndarray]:
@@ -61,7 +62,8 @@ def pool(s: Stepwise, rng: random.Random, budget: int) -> tuple[np.ndarray, np.n
 
 
 def pooled(program: RowProgram, budget: int | None) -> Callable[[Stepwise, random.Random], Program]:
-    """A Stepwise program from ``program(X, sizes, rng, budget)``, which yields rows of X."""
+    """A Stepwise program from ``program(X, sizes, rng, budget, levels)``, which yields rows of
+    X (``levels``: each dimension's values in index order)."""
 
     def run(s: Stepwise, rng: random.Random) -> Program:
         plan = 1000 if budget is None else budget
@@ -69,7 +71,8 @@ def pooled(program: RowProgram, budget: int | None) -> Callable[[Stepwise, rando
         if len(ids) == 0:
             return
         left = min(plan, len(ids))
-        gen = program(X, s.encoding.sizes.copy(), rng, left)
+        levels = [list(s.encoding.levels[k]) for k in s.encoding.dims]
+        gen = program(X, s.encoding.sizes.copy(), rng, left, levels)
         try:
             with one_blas_thread():     # the program's work, not the caller's between asks
                 row = next(gen)
