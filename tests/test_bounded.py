@@ -64,17 +64,26 @@ def test_an_over_launch_within_the_room_is_measured_to_the_element(host_memory_d
     assert "3995904 elements past the end (elements 4096 to 3999999 changed" in str(caught.value)
 
 
+
+def _greedy_output(n: int):
+    """The output argument of a sweep whose configuration GREEDY=1 allocates 1 GiB on the host
+    as its output is made: past the ceiling."""
+
+    def output(config):
+        if config["GREEDY"] == 1:
+            hog = np.ones(1 << 30, np.uint8)
+            hog[::4096] = 2
+        return np.zeros(n, np.float32)
+
+    return output
+
+
 def test_past_the_memory_ceiling_is_out_of_memory_and_the_sweep_goes_on(ctx, rng):
     n = 4096
     src = "__kernel void twice(__global float* y, __global const float* x) {" \
           " int i = get_global_id(0); if (i < 4096) y[i] = 2.0f * x[i]; }"
     x = rng.standard_normal(n).astype(np.float32)
-
-    def output(config):
-        if config["GREEDY"] == 1:
-            hog = np.ones(1 << 30, np.uint8)  # 1 GiB, past the ceiling
-            hog[::4096] = 2
-        return np.zeros(n, np.float32)
+    output = _greedy_output(n)
 
     res = tune(
         src,
@@ -210,12 +219,7 @@ def test_a_driver_that_maps_much_as_it_starts_opens_and_the_ceiling_still_holds(
     src = "__kernel void twice(__global float* y, __global const float* x) {" \
           " int i = get_global_id(0); y[i] = 2.0f * x[i]; }"
     x = rng.standard_normal(n).astype(np.float32)
-
-    def output(config):
-        if config["GREEDY"] == 1:
-            hog = np.ones(1 << 30, np.uint8)  # 1 GiB, past the ceiling
-            hog[::4096] = 2
-        return np.zeros(n, np.float32)
+    output = _greedy_output(n)
 
     res = tune(src, "twice", n, [output, x], {"block_size_x": [64], "GREEDY": [0, 1, 2]},
                verify=Verify(answer=[2 * x, None]),
