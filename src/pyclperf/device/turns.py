@@ -3,11 +3,12 @@
 The guide runs its experiments in several processes at once (its lanes) because most of an
 experiment's seconds on a GPU are host work: drawing inputs, computing the NumPy reference,
 comparing. Only one lane may have work on the device at a time, or one lane's launches would
-land inside another's timed ones. So a lane holds the device's *turn* for the whole of an
-experiment, and gives it up only inside ``host_only()``: sections that touch no device (no
-launch, no transfer, no buffer made or released), which the experiments put around their host
-references. Host sections of several lanes run side by side on the host's cores while one
-lane measures.
+land inside another's timed ones. So a lane holds the device's *turn* for an experiment's
+sweep (``pyclperf run`` takes it around the sweep: the context opened before and the files
+written after are the lane's own), and gives it up only inside ``host_only()``: sections that
+touch no device (no launch, no transfer, no buffer made or released), which the experiments put
+around their host references, comparisons and program builds. Host sections of several lanes
+run side by side on the host's cores while one lane measures.
 
 Some experiments measure something the host's own work disturbs: transfers over the host's bus,
 the host's clocks. They take the turn ``quiet``: while they hold it, no other lane runs host
