@@ -94,7 +94,7 @@ def _closed_locks():
 
 def test_without_the_folder_nothing_is_locked(tmp_path, monkeypatch):
     monkeypatch.delenv(TURNS_ENV, raising=False)
-    assert not device_turn.sharing()
+    assert device_turn._folder() is None
     with device_turn.device_turn(quiet=True):
         with device_turn.host_only():
             pass

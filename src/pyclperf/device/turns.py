@@ -56,8 +56,7 @@ class _Turn:
         # builds) is not given a turn of its own.
         self.owner: int | None = None
 
-    def file(self, name: str, folder: str) -> IO[bytes]:
-        path = str(Path(folder) / f"{name}.lock")
+    def file(self, path: str) -> IO[bytes]:
         if path not in self.files:
             self.files[path] = open(path, "ab")
         return self.files[path]
@@ -76,15 +75,18 @@ def _folder() -> str | None:
     return os.environ.get(TURNS_ENV) or None
 
 
-def _lock(name: str, mode: int) -> None:
+def _path(name: str) -> str:
     folder = _folder()
     assert folder is not None
-    fcntl.flock(_state.file(name, folder).fileno(), mode)
+    return str(Path(folder) / f"{name}.lock")
+
+
+def _lock(name: str, mode: int) -> None:
+    fcntl.flock(_state.file(_path(name)).fileno(), mode)
 
 
 def _unlock(name: str) -> None:
-    folder = _folder()
-    f = _state.files.get(str(Path(folder) / f"{name}.lock")) if folder else None
+    f = _state.files.get(_path(name)) if _folder() else None
     if f is not None:
         fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
@@ -187,9 +189,4 @@ def held(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def sharing() -> bool:
-    """Whether this process takes turns with others (the guide's lanes)."""
-    return _folder() is not None
-
-
-__all__ = ["TURNS_ENV", "device_turn", "held", "host_only", "host_work", "sharing"]
+__all__ = ["TURNS_ENV", "device_turn", "held", "host_only", "host_work"]

@@ -12,10 +12,11 @@ clock (``--method host``), the host's work is the measurement's noise: one lane,
 
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Callable, Sequence
+
+from ..measure.parallel import cores as host_cores
 
 # Lanes on a GPU host: each lane's host work takes a core, and more lanes than the host's
 # references can keep busy only add processes (each holds an interpreter and a context).
@@ -41,15 +42,11 @@ def lanes_for(device: str | None, method: str = "auto", cpus: int | None = None)
                    else f"one lane: {cores} host cores")
 
 
-def host_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def run_in_lanes(ids: Sequence[str], lanes: int, start_one: Callable[[str, float], Any],
-                 left: Callable[[], float], done: Callable[[int, Any], None],
+                 left: Callable[[], float], done: Callable[[Any], None],
                  not_run: Callable[[str], Any], stop: Callable[[], None]) -> tuple[list[Any], bool]:
     """Run ``start_one(name, seconds_allowed)`` for every id, ``lanes`` at a time, started in
-    catalogue order; ``done(index, outcome)`` on the calling thread as each ends. An id that
+    catalogue order; ``done(outcome)`` on the calling thread as each ends. An id that
     finds less than a second of ``left()`` when its lane is free gets ``not_run(name)``.
 
     Returns the outcomes in ``ids``' order and whether Ctrl-C stopped the run: then ``stop()``
@@ -72,13 +69,12 @@ def run_in_lanes(ids: Sequence[str], lanes: int, start_one: Callable[[str, float
             for fut in finished:
                 i = running.pop(fut)
                 outcomes[i] = fut.result()
-                done(i, outcomes[i])
+                done(outcomes[i])
     except KeyboardInterrupt:
         stopping.set()
         for fut in running:
             fut.cancel()
-        stop()  # the lanes' calls return as their workers die
-        pool.shutdown(wait=True)
+        stop()  # the lanes' calls return as their workers die (finally: waits for them)
         return outcomes, True
     finally:
         pool.shutdown(wait=True)

@@ -167,10 +167,9 @@ class Runner:
         from .worker import SharedWorker
 
         self.logs = tempfile.TemporaryDirectory(prefix="pyclperf-guide-")
-        self.lanes = max(1, int(lanes))
         # One lane needs no turns; several share the folder of the turns' locks.
-        self.env = {TURNS_ENV: self.logs.name} if self.lanes > 1 else {}
-        self.workers = [SharedWorker(self.env) for _ in range(self.lanes)]
+        self.env = {TURNS_ENV: self.logs.name} if lanes > 1 else {}
+        self.workers = [SharedWorker(self.env) for _ in range(max(1, lanes))]
         self.idle: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         for worker in self.workers:
             worker.start()
@@ -306,26 +305,28 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
                 done, _ = run_in_lanes(
                     ids, lanes, lambda name, allowed: run(name, results_dir, device, quick,
                                                           min(timeout, allowed), extra),
-                    left, lambda i, o: finished(o), lambda name: Outcome(name, NOT_RUN, 0.0, None),
+                    left, finished, lambda name: Outcome(name, NOT_RUN, 0.0, None),
                     getattr(run, "stop", lambda: None))
                 outcomes = [o if o is not None else Outcome(n, INTERRUPTED, 0.0, None)
                             for n, o in zip(ids, done)]
                 turns = getattr(run, "env", {}).get(TURNS_ENV)
                 if turns:
                     bar.write(turns_summary(held(turns), time.monotonic() - start))
-            for name in ids if lanes == 1 else ():
-                bar.set_postfix_str(name)
-                allowed = left()
-                if allowed < 1:
-                    outcome = Outcome(name, NOT_RUN, 0.0, None)
-                else:
-                    try:
-                        outcome = run(name, results_dir, device, quick, min(timeout, allowed), extra)
-                    except KeyboardInterrupt:
-                        outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
-                        break
-                outcomes.append(outcome)
-                finished(outcome)
+            else:
+                for name in ids:
+                    bar.set_postfix_str(name)
+                    allowed = left()
+                    if allowed < 1:
+                        outcome = Outcome(name, NOT_RUN, 0.0, None)
+                    else:
+                        try:
+                            outcome = run(name, results_dir, device, quick, min(timeout, allowed),
+                                          extra)
+                        except KeyboardInterrupt:
+                            outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
+                            break
+                    outcomes.append(outcome)
+                    finished(outcome)
         page = write_guide(outcomes, out_dir / "guide.html", quick=quick, figures=figures)
     finally:
         figures.close()

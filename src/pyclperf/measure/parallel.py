@@ -24,13 +24,17 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
+def cores() -> int:
+    """The host cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def threads() -> int:
     """How many threads the chunks run on: the cores this process may use, at most MAX_THREADS."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(MAX_THREADS, cores))
+    return max(1, min(MAX_THREADS, cores()))
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -78,4 +82,4 @@ def copy_into(dst: Any, src: Any) -> None:
     map_chunks(part, len(src), 8 * CHUNK)
 
 
-__all__ = ["CHUNK", "chunks", "copy_into", "map_chunks", "threads"]
+__all__ = ["CHUNK", "chunks", "copy_into", "cores", "map_chunks", "threads"]
