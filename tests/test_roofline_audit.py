@@ -135,3 +135,28 @@ def test_a_beaten_cache_roof_is_measured_again_from_the_kernels_shape(ctx):
     p.caches[0]["read"]["value"] = 1e9
     again = remeasure(ctx, p, l1, Hints(), reached=5.0, effort=Effort.of(True))
     assert "no higher than the" in again and p.caches[0]["read"]["value"] == 1e9
+
+
+def test_explain_with_refresh_measures_a_beaten_roof_again_and_places_the_kernel_on_it(ctx):
+    import numpy as np
+
+    import pyclperf
+
+    from test_roofline_explain import VADD
+
+    p = synthetic_profile()
+    for level in p.caches:  # roofs any kernel beats: the kernel's 768 KiB sits in "L2"
+        level["read"]["value"] = level["copy"]["value"] = 0.001
+    for name in ("dram_read", "dram_copy", "dram_write"):  # below the levels, or they bound nothing
+        p.ceilings[name]["value"] = 0.0001
+    n = 1 << 16
+    a, b = np.random.rand(n).astype(np.float32), np.random.rand(n).astype(np.float32)
+    args = [np.full_like(a, np.nan), a, b, np.int32(n)]
+    res = pyclperf.tune(VADD, "vadd", n, args, params={"block_size_x": [64]}, ctx=ctx,
+                        verify=pyclperf.Verify(answer=[a + b, None, None, None]))
+    plain = pyclperf.explain(res, p, source=VADD, args=args)
+    assert plain.beaten and plain.refreshed is None and plain.memory_roof.name.startswith("L2")
+    found = pyclperf.explain(res, p, source=VADD, args=args, ctx=ctx, refresh=True)
+    assert found.refreshed and "measured again from the kernel's shape" in found.refreshed
+    assert found.memory_roof.value > 0.001 and f"refresh: {found.refreshed}" in found.text()
+    assert found.fraction < plain.fraction

@@ -58,6 +58,7 @@ class Explanation:
     memory_roofs: list[Roof] = field(default_factory=list)
     compute_roofs: list[Roof] = field(default_factory=list)
     launch: dict[str, Any] = field(default_factory=dict)  # the shape known: local_size, vector
+    refreshed: str | None = None  # what measuring the beaten roof again changed (explain's refresh)
 
     @property
     def binding(self) -> Roof:
@@ -85,7 +86,7 @@ class Explanation:
             return ""
         return (f"the profile is wrong: this kernel reaches {self.fraction:.2f}x the measured "
                 f"{self.binding.name} roof, which should be a ceiling; measure it again from this "
-                "kernel's launch shape: pyclperf explain SPEC --refresh")
+                "kernel's launch shape: explain(..., refresh=True), or pyclperf explain SPEC --refresh")
 
     def text(self) -> str:
         cfg = ", ".join(f"{k}={v}" for k, v in self.config.items())
@@ -102,6 +103,8 @@ class Explanation:
         if self.compute_roof is not None:
             lines.append(f"  compute roof: {self.compute_roof.label()}")
         lines.append(f"  => {self.headline()}")
+        if self.refreshed:
+            lines.append(f"  refresh: {self.refreshed}")
         if self.beaten:
             lines.append(f"  {self.wrong_roof()}")
         for s in self.sensitivity:
@@ -271,13 +274,16 @@ def explain(results: Results | str | os.PathLike[str], profile: Profile | None =
             kernel_name: str | None = None, inout: Sequence[int | str] = (), options: str = "",
             config: Config | None = None, bytes: Callable[[Config], float] | None = None,
             flops: Callable[[Config], float] | None = None, precision: str = "fp32",
-            ctx: Any = None, quick: bool = False) -> Explanation:
+            ctx: Any = None, quick: bool = False, refresh: bool = False) -> Explanation:
     """Explain a tune run (Results, its .jsonl file, or a tune spec's .json: see explain_spec)
     on the device's profile (default: the cached one, full or quick, else one measured now,
     quick with ``quick``). The bytes come from the
     kernel's argument qualifiers (``source``, ``args`` and ``inout`` as given to tune) unless
     ``bytes(config)`` is given; FLOPs from ``flops(config)`` (in ``precision``: fp32, fp64,
-    fp16 or int32). ``config`` picks a configuration (default: the fastest verified one)."""
+    fp16 or int32). ``config`` picks a configuration (default: the fastest verified one).
+    ``refresh``: where the kernel beats its roof (``beaten``), that ceiling is measured again
+    from the kernel's launch shape, as ``pyclperf explain --refresh`` does, and the kernel placed
+    on the new figure; ``refreshed`` then says what changed."""
     from . import profiling
 
     if not isinstance(results, Results) and str(results).endswith(".json"):
@@ -288,7 +294,7 @@ def explain(results: Results | str | os.PathLike[str], profile: Profile | None =
     params = list(res.meta.get("params") or res.meta.get("tune_params") or {})
     chosen = _choose(rows, params, config)
     cfg = {p: chosen[p] for p in params}
-    if ctx is None and (profile is None or bytes is None):
+    if ctx is None and (profile is None or bytes is None or refresh):
         from ..device.context import Context
 
         dev = res.meta.get("device", {})
@@ -336,7 +342,7 @@ def explain(results: Results | str | os.PathLike[str], profile: Profile | None =
     facts = advice.Facts(params, text if bytes is None else (source or ""), bound, fraction, mem.name,
                          mem.kind, advice.uses_local(source or "", args or ()))
     how = traffic.describe(counted) if counted else "counted by the bytes(config) given"
-    return Explanation(
+    found = Explanation(
         kernel=name, device=profile.device, config=cfg, best=not config, verified=verified,
         time_s=me["time_s"], spread_pct=chosen.get("spread_pct"), bytes=moved, bytes_how=how,
         working_set=ws, gbps=me["gbps"], flops=float(flops(cfg)) if flops else None, gflops=me["gflops"],
@@ -345,6 +351,16 @@ def explain(results: Results | str | os.PathLike[str], profile: Profile | None =
         sensitivity=sensitivity(rows, params, chosen), recommendations=advice.recommendations(facts),
         launch=launch_shape(cfg, counted),
         memory_roofs=profile.memory_roofs(), compute_roofs=profile.compute_roofs())
+    if not (refresh and found.beaten):
+        return found
+    from .refresh import Hints, remeasure
+
+    hints = Hints(found.launch.get("local_size"), found.launch.get("vector"), ws)
+    said = remeasure(ctx, profile, found.binding, hints, found.fraction * found.binding.value)
+    again = explain(res, profile, source=source, args=args, kernel_name=kernel_name, inout=inout,
+                    options=options, config=config, bytes=bytes, flops=flops, precision=precision, ctx=ctx)
+    again.refreshed = said
+    return again
 
 
 def spec_results(kwargs: dict[str, Any], ctx: Any, retune: bool = False,
