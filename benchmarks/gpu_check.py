@@ -199,6 +199,7 @@ def summarize(stages: dict[str, dict[str, Any]], docs: dict[str, dict[str, Any] 
             fig[f"guide_{mode}_passed"] = sum(1 for e in exps if e["status"] == "passed")
             fig[f"guide_{mode}_experiments"] = len(exps)
             fig[f"guide_{mode}_seconds"] = {e["experiment"]: e["seconds"] for e in exps}
+            fig[f"guide_{mode}_device_s"] = {e["experiment"]: e.get("device_s") for e in exps}
             fig[f"guide_{mode}_not_passed"] = [f"{e['experiment']} ({e['status'][:80]})" for e in exps
                                                if e["status"] != "passed"
                                                and not e["status"].startswith("not run (")]
@@ -282,16 +283,19 @@ def results_block(f: dict[str, Any]) -> list[str]:
                  f"{fmt(f.get('run_over_pyopencl'), 'x', 3)} | | |")
     lines.append(f"| `pyclperf profile --refresh` (roofline) | {fmt(f.get('profile_s'), ' s')}, exit "
                  f"{f.get('profile_exit')} | | |")
-    secs = {m: f.get(f"guide_{m}_seconds") or {} for m in MODES}
-    names = sorted(secs["default"] or secs["quick"], key=lambda n: -(secs["default"].get(n) or 0))
-    def sec(mode: str, name: str) -> str:
-        v = secs[mode].get(name)
-        return f"{v:.1f}" if isinstance(v, (int, float)) else "-"
+    for key, what in (("seconds", "seconds (default / quick / thorough), waits for the turn included"),
+                      ("device_s", "seconds holding the device's turn (default / quick / thorough)")):
+        secs = {m: f.get(f"guide_{m}_{key}") or {} for m in MODES}
+        names = sorted(secs["default"] or secs["quick"], key=lambda n: -(secs["default"].get(n) or 0))
 
-    if names:
-        lines += ["", "Per experiment, seconds (default / quick / thorough), slowest default first: "
-                  + "; ".join(f"{n} {sec('default', n)} / {sec('quick', n)} / {sec('thorough', n)}"
-                              for n in names) + "."]
+        def sec(mode: str, name: str) -> str:
+            v = secs[mode].get(name)
+            return f"{v:.1f}" if isinstance(v, (int, float)) else "-"
+
+        if names:
+            lines += ["", f"Per experiment, {what}, slowest default first: "
+                      + "; ".join(f"{n} {sec('default', n)} / {sec('quick', n)} / {sec('thorough', n)}"
+                                  for n in names) + "."]
     for mode in MODES:
         bad, unfinished = f.get(f"guide_{mode}_not_passed"), f.get(f"guide_{mode}_unfinished")
         if bad:

@@ -154,6 +154,9 @@ def test_the_guide_in_two_lanes_runs_every_experiment_in_catalogue_order(ctx, tm
                                                              for o in outcomes]
     assert all(o.results is not None and len(o.results.rows) > 0 for o in outcomes)
     assert page.is_file()
+    # Each experiment's time at the device is recorded, and is within its run's seconds.
+    recorded = json.loads((tmp_path / "g" / "guide.json").read_text())["experiments"]
+    assert all(0 < e["device_s"] <= e["seconds"] for e in recorded), recorded
 
 
 def test_lanes_below_one_are_refused(tmp_path):

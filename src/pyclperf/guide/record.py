@@ -167,6 +167,7 @@ def document(outcomes: Sequence["Outcome"], quick: bool = False,
         rows = o.results.rows if o.results is not None else []
         experiments.append({
             "experiment": o.experiment, "status": o.status, "seconds": round(max(o.seconds, 0.0), 3),
+            "device_s": None if getattr(o, "device_s", None) is None else round(o.device_s, 3),
             "verified": sum(1 for r in rows if r.get("status") == OK), "points": len(rows),
             **records[o.experiment], "figures": key_figures(o.results)})
     return {"format": FORMAT, "version": VERSION, "pyclperf": _version(),

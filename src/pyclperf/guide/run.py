@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -68,6 +68,7 @@ class Outcome:
     returncode: int | None
     stderr_tail: str = ""
     results: Results | None = field(default=None, repr=False)
+    device_s: float | None = None  # how long it held the device's turn (a run in lanes)
 
 
 def experiment_ids(only: str | None = None) -> list[str]:
@@ -311,7 +312,10 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
                             for n, o in zip(ids, done)]
                 turns = getattr(run, "env", {}).get(TURNS_ENV)
                 if turns:
-                    bar.write(turns_summary(held(turns), time.monotonic() - start))
+                    taken = held(turns)
+                    bar.write(turns_summary(taken, time.monotonic() - start))
+                    by_name = {t["label"]: t["held_s"] for t in taken}
+                    outcomes = [replace(o, device_s=by_name.get(o.experiment)) for o in outcomes]
             else:
                 for name in ids:
                     bar.set_postfix_str(name)
