@@ -98,7 +98,7 @@ def stage(log: Log, name: str, cmd: list[str], limit_s: float, env: dict[str, st
                 # tqdm redraws with carriage returns: the last state of a line is the one kept
                 shown = line.rsplit("\r", 1)[-1]
                 lines.append(shown)
-                log(f"[{name}] {shown}")
+                log(f"[{name} {time.monotonic() - start:5.1f}s] {shown}")  # when each line came
             if time.monotonic() - start > limit_s and not stopped:
                 stopped = True
                 log(f"{name}: past its {limit_s:.0f} s: stopped")

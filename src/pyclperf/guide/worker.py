@@ -148,13 +148,21 @@ class SharedWorker:
                         pass
         self.proc = None
 
+    def end_input(self) -> None:
+        """Tell the worker no more is coming (its stdin ends): it starts to exit, and ``close``
+        then waits for it. Several workers told first end side by side."""
+        if self.proc is not None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except (BrokenPipeError, OSError):  # it is gone already: close() below says how
+                pass
+
     def close(self) -> None:
         """Let the worker finish (its stdin ends), or stop it if it does not within seconds."""
         if self.proc is None:
             return
         try:
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
+            self.end_input()
             self.proc.wait(timeout=10)
         except (subprocess.TimeoutExpired, BrokenPipeError):
             self.stop()
