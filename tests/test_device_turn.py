@@ -142,9 +142,13 @@ def test_lanes_for_a_device(monkeypatch):
 
 
 @pytest.mark.device
-def test_the_guide_in_two_lanes_runs_every_experiment_in_catalogue_order(ctx, tmp_path):
+def test_the_guide_in_two_lanes_runs_every_experiment_in_catalogue_order(ctx, tmp_path, monkeypatch):
+    from pyclperf.guide import report
     from pyclperf.guide import run as guide
 
+    drawn: list[str] = []
+    real = report.figures_of
+    monkeypatch.setattr(report, "figures_of", lambda res: drawn.append(res.meta["experiment"]) or real(res))
     spec = f"{ctx.info.platform_index}:{ctx.info.device_index}"
     only = "offset,transfer,stride"
     page, outcomes = guide.run_guide(tmp_path / "g", device=spec, quick=True, only=only,
@@ -157,6 +161,7 @@ def test_the_guide_in_two_lanes_runs_every_experiment_in_catalogue_order(ctx, tm
     # Each experiment's time at the device is recorded, and is within its run's seconds.
     recorded = json.loads((tmp_path / "g" / "guide.json").read_text())["experiments"]
     assert all(0 < e["device_s"] <= e["seconds"] for e in recorded), recorded
+    assert sorted(drawn) == sorted(only.split(","))  # each drawn once, while the run went on
 
 
 def test_lanes_below_one_are_refused(tmp_path):

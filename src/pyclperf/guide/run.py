@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -320,7 +320,8 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
                     taken = held(turns)
                     bar.write(turns_summary(taken, time.monotonic() - start))
                     by_name = {t["label"]: t["held_s"] for t in taken}
-                    outcomes = [replace(o, device_s=by_name.get(o.experiment)) for o in outcomes]
+                    for o in outcomes:  # in place: the figures drawn ahead are keyed by the object
+                        o.device_s = by_name.get(o.experiment)
             else:
                 for name in ids:
                     bar.set_postfix_str(name)
