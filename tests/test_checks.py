@@ -143,15 +143,15 @@ __kernel void offset_copy(__global float* out, __global const float* in, const i
 }""").kernel("offset_copy")
     for exp, value in ((OffsetCopy(ctx, items=4096, local_size=64, values=[0, 3]), 3),
                        (StrideCopy(ctx, items=4096, local_size=64, values=[1, 5]), 5)):
-        exp.device_check_elements = 0  # force the device path on a small buffer
+        exp.copy_check.device_elements = 0  # force the device path on a small buffer
         check = exp.verify({exp.x: value})
         assert check.passed and check.columns == {"checked_on": "device"}, check.detail
     exp = OffsetCopy(ctx, items=4096, local_size=64, values=[3])
-    exp.device_check_elements = 0
+    exp.copy_check.device_elements = 0
     exp.kernel = broken
     check = exp.verify({"offset": 3})
     assert not check.passed and "device-side compare" in check.detail
-    exp.device_check_elements = 1 << 30  # and the host reference finds the same elements
+    exp.copy_check.device_elements = 1 << 30  # and the host reference finds the same elements
     host = exp.verify({"offset": 3})
     assert not host.passed and host.detail.split(";")[0].split(" differ")[0] == \
         check.detail.split(" differ")[0]
@@ -196,3 +196,23 @@ def test_random_bytes_are_fresh_and_of_any_length():
     a, b = checks.random_bytes(rng, 1001), checks.random_bytes(rng, 1001)
     assert a.size == 1001 and a.dtype == np.uint8 and a.flags.writeable
     assert not np.array_equal(a, b) and 100 < np.unique(a).size <= 256
+
+
+def test_occupancy_and_blocksize_copies_verify_on_the_device_past_the_threshold(ctx):
+    from pyclperf.experiments.blocksize import BlockSize
+    from pyclperf.experiments.occupancy import Occupancy
+
+    occupancy = Occupancy(ctx, items=4096, targets=[1], work_group_sizes=[64])
+    blocks = BlockSize(ctx, items=4096, sizes=[64], kernels=["copy"])
+    for exp in (occupancy, blocks):
+        exp.copy_check.device_elements = 0  # force the device path on a small buffer
+        check = exp.verify(exp.points()[0])
+        assert check.passed and check.columns == {"checked_on": "device"}, check.detail
+    # A copy that skips elements is caught there, as on the host.
+    occupancy.kernel = ctx.program("""
+__kernel void staged_copy(__global float* out, __global const float* in, __local float* s) {
+    const size_t i = get_global_id(0);
+    if (i % 1000 != 7) out[i] = in[i];
+}""").kernel("staged_copy")
+    check = occupancy.verify(occupancy.points()[0])
+    assert not check.passed and "device-side compare" in check.detail and "first at 7" in check.detail

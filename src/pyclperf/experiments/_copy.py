@@ -8,14 +8,8 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..measure.checks import poison_device
-from ..measure.device_check import DeviceCheck
-from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, check_copy, positive, whole_groups
+from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, CopyCheck, positive, whole_groups
 from .base import Check, Experiment, Launch
-
-# Above this many elements a point is verified on the device (device_check.DeviceCheck: generated
-# input, compared in place) instead of through a host round trip of the whole buffer.
-DEVICE_CHECK_ELEMENTS = 1 << 24
 
 # Output elements past the copied span that must still hold the poison after a run: catches a
 # kernel writing beyond its range without reading back a whole multi-GiB buffer.
@@ -53,8 +47,7 @@ class CopyPattern(Experiment):
         self.src = ctx.buffer(nbytes)
         self.dst = ctx.buffer(nbytes)
         self.rng = np.random.default_rng()
-        self.device_check_elements = DEVICE_CHECK_ELEMENTS
-        self._device_check: DeviceCheck | None = None
+        self.copy_check = CopyCheck(ctx, self.rng)
 
     def default_items(self, info: _core.DeviceInfo) -> int:
         raise NotImplementedError
@@ -89,20 +82,9 @@ class CopyPattern(Experiment):
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         v = point[self.x]
         span = min(self.capacity, self.elements_needed(v) + GUARD_ELEMENTS)
-        if span <= self.device_check_elements:
-            # Fresh random bits (any float, NaNs included): a copy must reproduce them exactly.
-            return Check(*check_copy(self.rng, self.src, self.dst, launch.run, span,
-                                     self.indices(v), "checked elements"), {"checked_on": "host"})
-        # Large buffers: the same check at device speed (kernels/verify.cl), nothing read back
-        # but the verdict.
-        if self._device_check is None:
-            self._device_check = DeviceCheck(self.ctx)
-        seed = int(self.rng.integers(0, 2**63))
-        self._device_check.fill(self.src, span, seed)
-        poison_device(self.dst)
-        launch.run()
-        return Check(*self._device_check.compare_copy(self.dst, span, seed, self.indices(v)),
-                     {"checked_on": "device"})
+        # Fresh random bits (any float, NaNs included): a copy must reproduce them exactly.
+        return Check(*self.copy_check(self.src, self.dst, launch.run, span, self.indices(v),
+                                      "checked elements"))
 
 
 def fit_items(info: _core.DeviceInfo, want: int, elements_per_item: int, multiple: int = 1024) -> int:

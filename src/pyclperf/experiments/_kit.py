@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare, poison_device, same_bits
+from ..measure.device_check import DeviceCheck
 from ..measure.results import OK, SKIPPED
 
 # The work-group size every experiment that takes one starts from (the CLI's --local-size).
@@ -194,6 +195,39 @@ def check_copy(rng: np.random.Generator, src: Any, dst: Any, run: Any, span: int
     want = np.full(span, POISON_U32, dtype=np.uint32)
     want[touched] = data[touched]
     return compare(out, want, what)
+
+
+# Above this many elements a copy is verified on the device (measure/device_check.py: the input
+# generated there, the output compared in place, the verdict read back) instead of through a host
+# round trip of the whole buffer: at a GPU's sizes, hundreds of MiB written, read back and
+# compared per point were most of the time a copy sweep held the device.
+DEVICE_CHECK_ELEMENTS = 1 << 24
+
+
+class CopyCheck:
+    """check_copy at any size: on the host up to ``device_elements`` words (fresh random words,
+    or the caller's ``words``), on the device past it. Returns (passed, detail, the columns
+    saying where it was checked), the arguments of a Check."""
+
+    def __init__(self, ctx: Any, rng: np.random.Generator,
+                 device_elements: int = DEVICE_CHECK_ELEMENTS) -> None:
+        self.ctx, self.rng, self.device_elements = ctx, rng, device_elements
+        self._device: DeviceCheck | None = None
+
+    def __call__(self, src: Any, dst: Any, run: Any, span: int, touched: slice,
+                 what: str = "copied floats", words: np.ndarray | None = None
+                 ) -> tuple[bool, str, dict[str, str]]:
+        if span <= self.device_elements:
+            passed, detail = check_copy(self.rng, src, dst, run, span, touched, what, words)
+            return passed, detail, {"checked_on": "host"}
+        if self._device is None:
+            self._device = DeviceCheck(self.ctx)
+        seed = int(self.rng.integers(0, 2**63))
+        self._device.fill(src, span, seed)
+        poison_device(dst)
+        run()
+        passed, detail = self._device.compare_copy(dst, span, seed, touched, what)
+        return passed, detail, {"checked_on": "device"}
 
 
 # --- images (constant, texture) ---------------------------------------------------------------

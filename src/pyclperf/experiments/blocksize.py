@@ -18,7 +18,7 @@ from .. import _core
 from ..measure.checks import compare_close, poison_device
 from ..device.program import ceil_to
 from ..measure.results import OK, Results
-from ._kit import FLOAT, check_copy, pick, positive
+from ._kit import FLOAT, CopyCheck, pick, positive
 from .base import Check, Experiment, Launch, noise_note
 from .claims import Claim, Figure, NotMeasured, geometric_mean, pooled, rows_for
 
@@ -115,7 +115,8 @@ class BlockSize(Experiment):
         self.rng = np.random.default_rng()
         # Inputs and the matmul's reference, once a run (every size reads the same): the host's
         # float64 product of two 2048^2 matrices, and 128 MiB of random words, cost per point.
-        self._words: np.ndarray | None = None
+        self._words: np.ndarray | None = None  # on the host's side of copy_check's threshold
+        self.copy_check = CopyCheck(ctx, self.rng)  # past it, generated and compared on the device
         self._matmul: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         if "copy" in self.kernels:
             self.copy_kernel = ctx.program(file="copy.cl").kernel("offset_copy")
@@ -169,10 +170,10 @@ class BlockSize(Experiment):
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         if point["kernel"] == "copy":
             items = launch.columns["items"]
-            if self._words is None:
+            if self._words is None and self.items + GUARD_ELEMENTS <= self.copy_check.device_elements:
                 self._words = self.rng.integers(0, 2**32, size=self.items + GUARD_ELEMENTS, dtype=np.uint32)
-            return Check(*check_copy(self.rng, self.src, self.dst, launch.run,
-                                     items + GUARD_ELEMENTS, slice(0, items), words=self._words))
+            return Check(*self.copy_check(self.src, self.dst, launch.run, items + GUARD_ELEMENTS,
+                                          slice(0, items), words=self._words))
         n = self.n
         a, b, want, tolerance = self.matmul_input()
         self.a.write(a)

@@ -19,7 +19,7 @@ from ..theory.limits import (CANNOT_KNOW, NVIDIA_SM, estimate, nv_compute_capabi
                       verbose_build_options)
 from ..device.program import LocalMemory
 from ..measure.results import OK, Results
-from ._kit import FLOAT, check_copy, whole_groups
+from ._kit import FLOAT, CopyCheck, whole_groups
 from .base import Check, Experiment, Launch, noise_note
 from .claims import Claim, Figure, NotMeasured, geometric_mean, pooled, rows_for
 
@@ -87,7 +87,8 @@ class Occupancy(Experiment):
         self.src, self.dst = ctx.buffer(nbytes), ctx.buffer(nbytes)
         self.rng = np.random.default_rng()
         # Every point copies the same random words, drawn once a run (2^26 of them on a GPU).
-        self._words: np.ndarray | None = None
+        self._words: np.ndarray | None = None  # on the host's side of copy_check's threshold
+        self.copy_check = CopyCheck(ctx, self.rng)  # past it, generated and compared on the device
         cc = nv_compute_capability(info)
         self.table = NVIDIA_SM.get(cc) if cc is not None else None
         # With a known compute unit the x axis is the estimated occupancy; elsewhere only the
@@ -141,10 +142,10 @@ class Occupancy(Experiment):
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         span = self.items + GUARD_ELEMENTS
-        if self._words is None:
+        if self._words is None and span <= self.copy_check.device_elements:
             self._words = self.rng.integers(0, 2**32, size=span, dtype=np.uint32)
-        return Check(*check_copy(self.rng, self.src, self.dst, launch.run, span,
-                                 slice(0, self.items), words=self._words))
+        return Check(*self.copy_check(self.src, self.dst, launch.run, span, slice(0, self.items),
+                                      words=self._words))
 
     def finish(self, results: Any) -> None:
         parts = []
