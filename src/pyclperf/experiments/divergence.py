@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close
-from ..device.turns import host_work
+from ..device.turns import host_only, host_work
 from ..theory.limits import warp_size
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, round_trip, whole_groups
@@ -134,8 +134,9 @@ class Divergence(Experiment):
     def _paths(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(x, path A's sums, path B's sums), drawn and computed on first use."""
         if self._input is None:
-            x = self.rng.random(self.items, dtype=np.float32)
-            self._input = x, path_sum(x, self.iters, *PATH_A), path_sum(x, self.iters, *PATH_B)
+            with host_only():  # host work: the device's turn is given up meanwhile
+                x = self.rng.random(self.items, dtype=np.float32)
+                self._input = x, path_sum(x, self.iters, *PATH_A), path_sum(x, self.iters, *PATH_B)
         return self._input
 
     def meta(self) -> dict[str, Any]:
