@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close, gamma, max_abs_error, poison_device
-from ..device.turns import host_work
+from ..device.turns import host_only, host_work
 from ..measure.parallel import map_chunks
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, pick, positive
@@ -59,7 +59,6 @@ def gaussian_weights(radius: int) -> np.ndarray:
 BAND = 16
 
 
-@host_work
 def _filter_taps(acc: np.ndarray, window: Callable[[int], np.ndarray], w: np.ndarray,
                  term: np.ndarray) -> None:
     """acc := sum_k w[k] window(k) over the 2R + 1 taps. A symmetric filter (every Gaussian
@@ -78,11 +77,12 @@ def _filter_taps(acc: np.ndarray, window: Callable[[int], np.ndarray], w: np.nda
             acc += term
 
 
+@host_work
 def reference(image: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """The filtered image in float64: rows, then columns, borders clamped to the edge.
 
     Every tap is a slice of an edge-padded band (no gathered copies), worked in place; the bands
-    run on the host's cores."""
+    run on the host's cores, off the device's turn (a second a radius at the GPU's size)."""
     w = weights.astype(np.float64)
     r = (w.size - 1) // 2
     h, wd = image.shape
@@ -219,7 +219,8 @@ class Separable(Experiment):
         reference output and tolerance. The image is drawn once a run: the kernels only read
         it, and every radius filters the same pixels."""
         if self._image is None:
-            self._image = 2 * self.rng.random((self.height, self.width), dtype=np.float32) - 1
+            with host_only():
+                self._image = 2 * self.rng.random((self.height, self.width), dtype=np.float32) - 1
             self.src.write(self._image)
         if self._loaded is None or self._loaded[0] != radius:
             image, weights = self._image, gaussian_weights(radius)
