@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import _core
+from ..device.turns import host_only
 from ..measure.results import OK, WRONG, Results
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import EPS, Throughput
@@ -128,9 +129,16 @@ class BuildOptions(Throughput):
         """Fresh inputs through this build and through the option-free build; errors against a
         float64 iteration on a sample of work-items, differences to the option-free build on all.
         The option-free build must stay within ``spec.bound``; others within RELAXED_LIMIT."""
-        x = self.rng.uniform(spec.lo, spec.hi, self.items).astype(np.float32)
+        with host_only():
+            x = self.rng.uniform(spec.lo, spec.hi, self.items).astype(np.float32)
         got = self._launch(kernel, x, np.float32)
         plain = got if not options else self._launch(self.kernel(spec.name, ""), x, np.float32)
+        with host_only():  # the float64 iterations and comparisons: the device's turn is given up
+            return self._judge(spec, options, x, got, plain, extra)
+
+    def _judge(self, spec: OptKernel, options: str, x: np.ndarray, got: np.ndarray,
+               plain: np.ndarray, extra: dict[str, Any]) -> tuple[bool, str]:
+        """_verify's verdict on the outputs of this build (``got``) and the option-free one."""
         g64, p64 = got.astype(np.float64), plain.astype(np.float64)
         finite = np.isfinite(got)
         diff = np.abs(g64 - p64)

@@ -39,8 +39,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..device.turns import host_only
 from .. import _core
+from ..device.turns import host_only
 from ..measure.checks import compare_close, gamma, poison_device
 from ..theory.limits import estimate
 from ..measure.results import OK, WRONG, Results

@@ -31,8 +31,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..device.turns import host_only
 from .. import _core
+from ..device.turns import host_only
 from ..measure.checks import compare_close, gamma, poison_device
 from ..measure.results import OK, SKIPPED, Results
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, default_groups, pick, probe_build, tree_local_size

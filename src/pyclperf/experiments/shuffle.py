@@ -29,8 +29,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..device.turns import host_only
 from .. import _core
+from ..device.turns import host_only
 from ..device.devices import build_std, missing
 from ..measure.checks import compare_close, gamma, poison_device
 from ..measure.results import OK, SKIPPED, Results
