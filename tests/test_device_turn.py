@@ -128,8 +128,8 @@ def test_lanes_for_a_device(monkeypatch):
     monkeypatch.setattr(devices, "select_device", lambda spec=None: Info("CPU"))
     assert lanes_for(None, cpus=64)[0] == 1
     monkeypatch.setattr(devices, "select_device", lambda spec=None: Info("GPU"))
-    assert lanes_for(None, cpus=16)[0] == 4
-    assert lanes_for(None, cpus=8)[0] == 2
+    assert lanes_for(None, cpus=16)[0] == 6
+    assert lanes_for(None, cpus=8)[0] == 4
     assert lanes_for(None, cpus=2)[0] == 1
     assert lanes_for(None, method="host", cpus=16)[0] == 1
 

@@ -400,7 +400,7 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
                         "those that find nothing left are listed as not run")
     g.add_argument("--lanes", type=int, default=None, metavar="N",
                    help="experiments side by side, taking turns at the device (default on a GPU: "
-                        "one per 4 host cores, at most 4; 1 on a CPU device or with --method host)")
+                        "one per 2 host cores, at most 6; 1 on a CPU device or with --method host)")
     g.add_argument("--peak-gbps", type=float, default=None,
                    help="theoretical device-memory bandwidth, where NVML cannot tell (rooflines need it)")
     g.add_argument("--method", choices=("auto", "events", "host"), default="auto",
