@@ -43,9 +43,11 @@ def test_a_space_that_fits_the_budget_is_walked_whole() -> None:
 
 
 def test_a_shorter_search_is_the_start_of_a_longer_one() -> None:
-    """The search does not plan by its budget: 30 evaluations are the first 30 of 80."""
-    assert replay("auto", 30, 4) == replay("auto", 80, 4)[:30]
-    assert replay("auto", 30, 4) != replay("auto", 30, 5)
+    """From a budget of 40 on the search does not plan by it: 40 evaluations are the first 40
+    of 80. Under 40 its start is shorter (30% of the budget), so 20 are not the first 20 of 80."""
+    assert replay("auto", 40, 4) == replay("auto", 80, 4)[:40]
+    assert replay("auto", 40, 4) != replay("auto", 40, 5)
+    assert replay("auto", 20, 4) != replay("auto", 80, 4)[:20]
 
 
 def test_it_finds_faster_configurations_than_random_sampling() -> None:
