@@ -16,7 +16,7 @@ expected improvement, but each step first narrows them to one region, chosen at 
   the four best configurations': a model-ranked crossover of the elite;
 * another basin (15%): the Hamming ball around the best of another niche (a good configuration
   at least two parameters from the better ones), so a second basin stays alive against a trap;
-* global (15%): every unevaluated configuration.
+* global (15%): every unevaluated configuration, ranked against a target past the best (below).
 
 The model's coordinates are each parameter's value index scaled to [0, 1] and, for a parameter
 of more than two positive integer values, two more where they say something the index does not
