@@ -169,3 +169,24 @@ def test_lanes_below_one_are_refused(tmp_path):
 
     with pytest.raises(ValueError, match="--lanes must be at least 1"):
         guide.run_guide(tmp_path / "x", only="offset", lanes=0, progress=False)
+
+
+def test_the_clock_check_of_a_run_takes_the_device_turn(ctx, tmp_path, monkeypatch):
+    # The check launches copies the first time on a device and driver: outside the turn they
+    # would land inside another lane's measurement.
+    from pyclperf import cli
+    from pyclperf.device import clocks
+
+    seen: list[bool] = []
+    real = clocks.timing_for
+
+    def watched(*args, **kwargs):
+        seen.append(device_turn._state.holding)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(clocks, "timing_for", watched)
+    monkeypatch.setenv(TURNS_ENV, str(tmp_path))
+    spec = f"{ctx.info.platform_index}:{ctx.info.device_index}"
+    assert cli.main(["run", "offset", "--device", spec, "--size", "4096", "--timing", "quick",
+                     "--out", str(tmp_path / "out"), "--no-plot"]) == 0
+    assert seen == [True]

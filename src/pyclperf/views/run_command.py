@@ -52,15 +52,16 @@ def _run_locked(args: argparse.Namespace, out_dir: Path) -> int:
     ctx = Context(args.device)
     # With --json, stdout carries the rows alone (for a pipe); every message goes to stderr.
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
-    timing = timing_for(ctx, args.method)  # the clock check, once per device and driver
-    say(f"{args.experiment} on {ctx.info.name} ({ctx.info.platform_name}); timing: "
-        f"{timing_label(timing.method)}" + (f" [{timing.reason}]" if timing.reason else ""))
     # --quick: the quick timing and one warm-up unless given, and the experiment's quick sizes.
     policy = args.timing or ("quick" if args.quick else "default")
     # Where the guide runs lanes side by side, the sweep holds the device's turn (device/turns.py;
     # elsewhere a no-op); the context opened above, and the tables and files after, are the
-    # lane's own host work.
+    # lane's own host work. The clock check launches copies (the first time on a device and
+    # driver): it takes the turn too, or it would run beside another lane's measurement.
     with device_turn(quiet=bool(getattr(get(args.experiment), "quiet", False)), label=args.experiment):
+        timing = timing_for(ctx, args.method)  # the clock check, once per device and driver
+        say(f"{args.experiment} on {ctx.info.name} ({ctx.info.platform_name}); timing: "
+            f"{timing_label(timing.method)}" + (f" [{timing.reason}]" if timing.reason else ""))
         results = run(args.experiment, ctx, size=args.size, local_size=args.local_size,
                       warmup=args.warmup, repeats=args.repeats, method=args.method,
                       out=out_dir / f"{args.experiment}.jsonl", progress=None,
