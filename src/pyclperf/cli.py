@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .guide.run import add_parser as add_guide_parser
+from .guide.cli import add_parser as add_guide_parser
 from .roofline.cli import add_parsers as add_roofline_parsers
 from .tuner.cli import add_parser as add_tune_parser
 from .views.command_line import (EXIT_CODES, EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,

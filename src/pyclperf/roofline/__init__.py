@@ -10,7 +10,7 @@
 * ``plot_roofline(profile, points)``: the hierarchical roofline from those ceilings (views/plot.py);
 * ``explain(results, ...)``: where a tuned kernel's configurations sit on it, which roof binds,
   how far from it, what each tuned parameter moves, and which Guide experiments apply
-  (explaining.py, traffic.py);
+  (explaining.py, binding.py, traffic.py);
 * a roof is a ceiling: measured kernels held against the roof that binds them, and a ceiling
   some kernel beats measured again from that kernel's shape (audit.py, refresh.py).
 

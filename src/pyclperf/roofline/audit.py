@@ -1,7 +1,7 @@
 """Measured kernels against the profile's roofs: a roof is a ceiling, so no kernel may beat it.
 
 For each verified row of a results file (a catalogue experiment's, or a tune run's), the roof
-that binds it, named as ``explain`` names it (explaining.memory_roof):
+that binds it, named as ``explain`` names it (binding.memory_roof):
 
 * a row with FLOPs (``flops``, ``gflops``) or other operations (``ops``, ``gops``): the compute
   roof (FP32 for FLOPs; the highest compute ceiling for operations, whose kind a row does not
@@ -96,7 +96,7 @@ def _label(row: dict[str, Any], x: str | None) -> str:
 
 def place(experiment: str, row: dict[str, Any], profile: Any, x: str | None = None) -> Placement | None:
     """One verified row on the profile's roofline (module docstring); None for a row with no rate."""
-    from .explaining import memory_roof
+    from .binding import memory_roof
 
     label = _label(row, x)
     ws = _num(row, "working_set_bytes") or _num(row, "bytes")

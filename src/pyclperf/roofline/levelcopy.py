@@ -3,7 +3,7 @@
 A level can serve reads and writes together faster than reads alone: on an H200 the
 ``workingset`` experiment's copy of 2-8 MiB sets ran at 1.22-1.24x the L2's read plateau. A
 kernel that reads and writes through a level is held against the higher of the level's read and
-copy figures (explaining.memory_roof). A stream copy of such a set, one pass per launch, cannot
+copy figures (binding.memory_roof). A stream copy of such a set, one pass per launch, cannot
 measure that: one pass of a few MiB is shorter than a launch costs (17 us on an H200). So
 kernels/ceilings.cl's ``copy_passes`` copies the set again and again inside one launch, each
 work-item the same elements every pass (no two write one element); on a CPU device a barrier

@@ -3,7 +3,7 @@ one line, the ``--device`` and ``--method`` options, and the rule that turns an 
 one line on stderr and an exit code.
 
 The top-level command (cli.py), the packages' own command lines (tuner/cli.py, roofline/cli.py,
-guide/run.py) and the guide's shared worker take these from here, so that none of them needs
+guide/cli.py) and the guide's shared worker take these from here, so that none of them needs
 to import another.
 """
 
