@@ -129,3 +129,20 @@ def test_the_models_coordinates_add_log_and_powers_of_two_only_where_they_tell_s
     assert np.allclose(Z[:, 5], (np.log2([16, 32, 48, 64]) - 4) / 2)
     assert np.allclose(Z[:, 6], [0, 0.5, 0, 1])              # 16, 32, 16 (of 48), 64
     assert np.array_equal(coordinates(X, sizes), Z[:, :5])   # no levels: the indices alone
+
+
+def test_the_models_coordinates_add_the_log_product_of_each_pair_of_geometric_parameters() -> None:
+    """Two parameters of powers of two (a tile's sides) get the log of their product, scaled to
+    [0, 1]; a parameter that is not evenly spaced in log (16, 32, 48) or has two values joins no
+    pair."""
+    from pyclperf.tuner.search.auto import coordinates
+
+    levels = [[16, 32, 64, 128], [1, 2, 4], [16, 32, 48], [1, 2]]
+    sizes = np.array([len(v) for v in levels])
+    rng = np.random.default_rng(7)
+    X = np.column_stack([rng.integers(0, k, 12) for k in sizes])
+    Z = coordinates(X, sizes, levels)
+    assert Z.shape == (12, 4 + 2 + 1)                        # index, 48's log and divisor, pair
+    product = np.array(levels[0])[X[:, 0]] * np.array(levels[1])[X[:, 1]]
+    assert np.allclose(Z[:, -1], (np.log2(product) - 4) / 5)  # 16 to 512
+    assert np.array_equal(coordinates(X[:, 1:], sizes[1:], levels[1:]), Z[:, [1, 2, 3, 4, 5]])
