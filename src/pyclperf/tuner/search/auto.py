@@ -28,14 +28,15 @@ of the optimum and every other value below 50% of it, next to it). On the hub's 
 they raised the median fraction of the optimum at 100 evaluations (30 seeds) from 0.86 to 1.00
 (A4000) and 0.85 to 1.00 (A6000), and the 10th percentile at 200 from 0.68 to 0.85 (A100), 0.86
 and 0.78 to 1.00; a parameter of powers of two (every one of the GEMM spaces' but the two
-booleans) gets no extra coordinate of its own. Instead each pair of parameters evenly spaced in
+booleans) gets no extra coordinate of its own; each pair of parameters evenly spaced in
 log (powers of two, usually) gets the log of their product: a tile's area or a work-group's
-size, which a kernel of one length scale per coordinate cannot otherwise see (the time depends on
+size, which a kernel of one length scale per coordinate cannot otherwise see (the time follows
 the sum of the two logs, a diagonal). On the hub's GEMM spaces (8 such parameters, 28 pairs) that
-raised the median at 50 evaluations on the RTX 3090 from 0.93 to 0.98 and the 10th percentile at
-100 from 0.98 to 1.00; no other space of the hub's has two such parameters. Products of
-parameters that are not geometric (the convolutions' block sizes 16, 32, 48, ...) made the
-A100 convolution worse (median at 50 from 0.79 to 0.67, 60 seeds).
+raised the median at 20 evaluations from 0.77-0.85 to 0.79-0.87, at 50 on the RTX 3090 from 0.93
+to 0.98, and the 10th percentile at 100 there from 0.98 to 1.00 (30 seeds); none of the other
+hub spaces replayed has two such parameters. Products of parameters that are not geometric (the
+convolutions' block sizes 16, 32, 48, ...) made the A100 convolution worse (median at 50 from
+0.79 to 0.67, 60 seeds).
 
 A global step asks for more than a small gain: its expected improvement is over a target a
 factor e^0.5 (1.65) below the best time so far, so it goes to configurations that might be a

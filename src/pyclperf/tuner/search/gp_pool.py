@@ -3,8 +3,9 @@ evaluation at a time: the model behind strategy="auto" (search/auto.py).
 
 Model: log-time as a Gaussian process with an ARD Matern-3/2 kernel (one length scale per
 coordinate) on the coordinates the caller gives, in [0, 1] (auto.coordinates: each parameter's
-value index, and for some integer parameters their log and largest power-of-two divisor), a
-signal variance and a noise variance. Its hyperparameters maximise the marginal likelihood (SciPy's L-BFGS-B, warm-started,
+value index, for some integer parameters their log and largest power-of-two divisor, and for
+pairs of power-of-two parameters the log of their product), a signal variance and a noise
+variance. Its hyperparameters maximise the marginal likelihood (SciPy's L-BFGS-B, warm-started,
 on a schedule the caller sets); between fits a new observation extends the Cholesky factor by one
 row, and with it V = L^-1 K(observed, pool), so the posterior mean and variance of every pool row
 cost O(n N) per evaluation rather than a refit's O(n^2 N). No library keeps a posterior over a
