@@ -294,13 +294,13 @@ def test_occupancy_draws_its_words_once_a_run(ctx):
     exp = Occupancy(ctx, items=OCC_ITEMS, targets=[1, 4], work_group_sizes=[64])
     res = run_experiment(exp, **QUICK)
     assert res.all_verified, res.df["error"].tolist()
-    words = exp._words
+    words = exp.copy_check._words
     assert words is not None
     exp.kernel = ctx.program(WRONG_STAGED).kernel("staged_copy")
     point = res.rows[0]
     check = exp.verify({k: point[k] for k in ("local_size", "target_groups", "dynamic_local_bytes")})
     assert not check.passed
-    assert exp._words is words
+    assert exp.copy_check._words is words
 
 
 def test_occupancy_wrong_kernel_and_oversized_local(ctx):
@@ -507,11 +507,11 @@ def test_blocksize_draws_its_inputs_once_a_run(ctx, monkeypatch):
     exp = BlockSize(ctx, sizes=[32, 64], items=BS_ITEMS, n=BS_N)
     res = run_experiment(exp, **QUICK)
     assert res.all_verified, res.df["error"].tolist()
-    words, matmul = exp._words, exp._matmul
+    words, matmul = exp.copy_check._words, exp._matmul
     assert words is not None and matmul is not None
     exp.verify({"kernel": "copy", "local_size": 32})
     exp.verify({"kernel": "matmul", "local_size": 64})
-    assert exp._words is words and exp._matmul is matmul  # drawn once, not per point
+    assert exp.copy_check._words is words and exp._matmul is matmul  # drawn once, not per point
     a, b, want, _ = exp._matmul
     assert np.allclose(want, a.astype(np.float64) @ b.astype(np.float64))
     wrong = BlockSize(ctx, sizes=[32], items=BS_ITEMS, n=BS_N, kernels=["matmul"])

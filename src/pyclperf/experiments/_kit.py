@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import _core
+from ..device.turns import host_work
 from ..measure.checks import POISON_U32, compare, poison_device, same_bits
 from ..measure.device_check import DeviceCheck
 from ..measure.results import OK, SKIPPED
@@ -101,6 +102,14 @@ def floats_to_sum(experiment: str, info: Any, items: Any) -> int:
     caches) and 1 Mi on a CPU device; positive, else InvalidArgumentError."""
     return positive(experiment, "floats", items if items is not None
                     else (1 << 26 if info.is_gpu else 1 << 20))
+
+
+@host_work
+def summed_floats(rng: np.random.Generator, items: int) -> tuple[np.ndarray, float]:
+    """A sum experiment's input and reference: ``items`` fresh uniform [0, 1) floats and their
+    float64 sum, drawn off the device's turn (every variant of a run sums the same floats)."""
+    x = rng.random(items, dtype=np.float32)
+    return x, float(np.sum(x, dtype=np.float64))
 
 
 def whole_groups(experiment: str, items: Any, sizes: Any) -> int:
@@ -205,19 +214,24 @@ DEVICE_CHECK_ELEMENTS = 1 << 24
 
 
 class CopyCheck:
-    """check_copy at any size: on the host up to ``device_elements`` words (fresh random words,
-    or the caller's ``words``), on the device past it. Returns (passed, detail, the columns
-    saying where it was checked), the arguments of a Check."""
+    """check_copy at any size: on the host up to ``device_elements`` words, on the device past
+    it. On the host each call draws fresh random words, or with ``same_words`` every call copies
+    the same ones, drawn once a run (a sweep whose points all copy the same span: hundreds of
+    MiB drawn per point cost the guide seconds). Returns (passed, detail, the columns saying
+    where it was checked), the arguments of a Check."""
 
-    def __init__(self, ctx: Any, rng: np.random.Generator,
+    def __init__(self, ctx: Any, rng: np.random.Generator, same_words: bool = False,
                  device_elements: int = DEVICE_CHECK_ELEMENTS) -> None:
-        self.ctx, self.rng, self.device_elements = ctx, rng, device_elements
+        self.ctx, self.rng, self.same_words, self.device_elements = ctx, rng, same_words, device_elements
         self._device: DeviceCheck | None = None
+        self._words: np.ndarray | None = None
 
     def __call__(self, src: Any, dst: Any, run: Any, span: int, touched: slice,
-                 what: str = "copied floats", words: np.ndarray | None = None
-                 ) -> tuple[bool, str, dict[str, str]]:
+                 what: str = "copied floats") -> tuple[bool, str, dict[str, str]]:
         if span <= self.device_elements:
+            if self.same_words and (self._words is None or self._words.size < span):
+                self._words = self.rng.integers(0, 2**32, size=span, dtype=np.uint32)
+            words = self._words if self.same_words else None
             passed, detail = check_copy(self.rng, src, dst, run, span, touched, what, words)
             return passed, detail, {"checked_on": "host"}
         if self._device is None:

@@ -40,12 +40,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..device.turns import host_only
 from ..measure.checks import compare_close, gamma, poison_device
 from ..theory.limits import estimate
 from ..measure.results import OK, WRONG, Results
 from ._kit import (DEFAULT_LOCAL_SIZE, FLOAT, by_variant, floats_to_sum, pick, positive,
-                   probe_build, tree_local_size)
+                   probe_build, summed_floats, tree_local_size)
 from .base import Check, Experiment, Launch, noise_note
 from .claims import Claim, Figure, ratio
 
@@ -193,10 +192,8 @@ class GridSync(Experiment):
                                "sync": "two launches" if variant == TWO_PASS else self.sync})
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
-        if self._input is None:  # every variant sums the same floats: drawn once, off the device's turn
-            with host_only():
-                x = self.rng.random(self.items, dtype=np.float32)
-                self._input = x, float(np.sum(x, dtype=np.float64))
+        if self._input is None:  # every variant sums the same floats, drawn once
+            self._input = summed_floats(self.rng, self.items)
         x, want = self._input
         self.src.write(x)
         tol = gamma(launch.columns["rounding_chain"]) * want

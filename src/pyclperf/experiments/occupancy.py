@@ -86,9 +86,8 @@ class Occupancy(Experiment):
         self.kernel = self.program.kernel("staged_copy")
         self.src, self.dst = ctx.buffer(nbytes), ctx.buffer(nbytes)
         self.rng = np.random.default_rng()
-        # Every point copies the same random words, drawn once a run (2^26 of them on a GPU).
-        self._words: np.ndarray | None = None  # on the host's side of copy_check's threshold
-        self.copy_check = CopyCheck(ctx, self.rng)  # past it, generated and compared on the device
+        # Every point copies the same span: on the host the same random words, drawn once a run.
+        self.copy_check = CopyCheck(ctx, self.rng, same_words=True)
         cc = nv_compute_capability(info)
         self.table = NVIDIA_SM.get(cc) if cc is not None else None
         # With a known compute unit the x axis is the estimated occupancy; elsewhere only the
@@ -141,11 +140,8 @@ class Occupancy(Experiment):
                           columns={"items": self.items, **est.as_row()})
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
-        span = self.items + GUARD_ELEMENTS
-        if self._words is None and span <= self.copy_check.device_elements:
-            self._words = self.rng.integers(0, 2**32, size=span, dtype=np.uint32)
-        return Check(*self.copy_check(self.src, self.dst, launch.run, span, slice(0, self.items),
-                                      words=self._words))
+        return Check(*self.copy_check(self.src, self.dst, launch.run, self.items + GUARD_ELEMENTS,
+                                      slice(0, self.items)))
 
     def finish(self, results: Any) -> None:
         parts = []

@@ -32,10 +32,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
-from ..device.turns import host_only
 from ..measure.checks import compare_close, gamma, poison_device
 from ..measure.results import OK, SKIPPED, Results
-from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, default_groups, pick, probe_build, tree_local_size
+from ._kit import (DEFAULT_LOCAL_SIZE, FLOAT, default_groups, pick, probe_build, summed_floats,
+                   tree_local_size)
 from .base import Check, Experiment, Launch, noise_note
 from .claims import Claim, Figure, ratio
 
@@ -167,10 +167,8 @@ class Reduction(Experiment):
                                "rel_bound": gamma(chain)})
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
-        if self._input is None:  # every variant sums the same floats: drawn once, off the device's turn
-            with host_only():
-                data = self.rng.random(self.items, dtype=np.float32)
-                self._input = data, float(np.sum(data, dtype=np.float64))
+        if self._input is None:  # every variant sums the same floats, drawn once
+            self._input = summed_floats(self.rng, self.items)
         data, want = self._input
         self.data.write(data)
         tolerance = gamma(launch.columns["rounding_chain"]) * want  # sum |x_i| = sum x_i: x >= 0
