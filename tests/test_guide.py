@@ -119,20 +119,32 @@ def test_budget_and_interruption_still_write_the_page(tmp_path):
     assert page.is_file()
 
 
-def test_sigterm_stops_the_guide_and_the_page_is_written(ctx, tmp_path):
+# SIGTERM while the device is looked up and the workers start (0.2 s after the results folder
+# appears), and once they run (1 s): in one lane and in three. In lanes, a stop had closed a
+# worker's reply pipe under the lane waiting on it, which then waited out the experiment's
+# whole timeout (an H200, 2026-11-27); a stop while the workers started left no page.
+@pytest.mark.parametrize("lanes", ["1", "3"])
+@pytest.mark.parametrize("after_s", [0.2, 1.0])
+def test_sigterm_stops_the_guide_and_the_page_is_written(ctx, tmp_path, lanes, after_s):
     import signal
     import subprocess
     import sys
 
     out = tmp_path / "t"
     proc = subprocess.Popen([sys.executable, "-m", "pyclperf", "guide", "--only", "timers,offset,stride",
-                             "--device", _spec(ctx), "--quick", "--out", str(out)],
+                             "--device", _spec(ctx), "--quick", "--out", str(out), "--lanes", lanes],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not (out / "results").is_dir() and time.monotonic() < deadline:
-        time.sleep(0.1)  # the folder appears once the guide (and its SIGTERM handler) is running
-    time.sleep(1)  # inside the first experiment's process
-    proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=120)
+    with proc:
+        deadline = time.monotonic() + 60
+        while not (out / "results").is_dir() and time.monotonic() < deadline:
+            time.sleep(0.05)  # the folder appears once the guide (and its SIGTERM handler) is running
+        time.sleep(after_s)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            stdout, stderr = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail(f"the guide in {lanes} lane(s) did not stop within 30 s of SIGTERM")
     assert proc.returncode == 130, stderr[-1000:]
     assert guide.INTERRUPTED in (out / "guide.html").read_text()

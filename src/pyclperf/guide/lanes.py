@@ -64,8 +64,10 @@ def run_in_lanes(ids: Sequence[str], lanes: int, start_one: Callable[[str, float
         return not_run(ids[i]) if allowed < 1 else start_one(ids[i], allowed)
 
     pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="pyclperf-lane")
-    running: dict[Future[Any], int] = {pool.submit(one, i): i for i in range(len(ids))}
+    running: dict[Future[Any], int] = {}
     try:
+        for i in range(len(ids)):  # inside the try: Ctrl-C may come while the lanes start
+            running[pool.submit(one, i)] = i
         while running:
             finished, _ = wait(list(running), timeout=0.5, return_when=FIRST_COMPLETED)
             for fut in finished:

@@ -170,13 +170,20 @@ class Runner:
         self.env = {TURNS_ENV: self.logs.name} if lanes > 1 else {}
         self.workers = [SharedWorker(self.env) for _ in range(max(1, lanes))]
         self.idle: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
-        for worker in self.workers:
-            worker.start()
-            self.idle.put(worker)
         self.spare = SharedWorker(self.env)
-        self.spare.start()
         self.taking = threading.Lock()
         self.closing: list[threading.Thread] = []
+        # The isolated experiments' workers while they run: a stop kills them too.
+        self.taken: set[Any] = set()
+        try:
+            for worker in [*self.workers, self.spare]:
+                worker.start()
+        except BaseException:  # Ctrl-C while they start: none is left behind
+            self.stop()
+            self.close()
+            raise
+        for worker in self.workers:
+            self.idle.put(worker)
 
     def __call__(self, experiment: str, out_dir: Path, device: str | None, quick: bool,
                  timeout_s: float, extra: Sequence[str] = ()) -> Outcome:
@@ -192,11 +199,14 @@ class Runner:
                 self.idle.put(worker)
         with self.taking:
             own, self.spare = self.spare, SharedWorker(self.env)
+            self.taken.add(own)
             self.spare.start()
         try:
             return run_shared(experiment, out_dir, device, quick, timeout_s, extra, own,
                               Path(self.logs.name))
         finally:
+            with self.taking:
+                self.taken.discard(own)
             # Its results are written: it ends (interpreter and driver teardown) while the next
             # experiment runs.
             closing = threading.Thread(target=own.close, name="pyclperf-worker-close", daemon=True)
@@ -204,10 +214,11 @@ class Runner:
             self.closing.append(closing)
 
     def stop(self) -> None:
-        """Stop every worker now (Ctrl-C while lanes run: each lane's call then returns)."""
+        """Stop every worker now, for good (Ctrl-C while lanes run: each lane's call then
+        returns, and a lane that was about to start an experiment starts none)."""
         with self.taking:
-            for worker in [*self.workers, self.spare]:
-                worker.stop()
+            for worker in [*self.workers, self.spare, *self.taken]:
+                worker.stop(for_good=True)
 
     def close(self) -> None:
         """End every worker, side by side: each one's interpreter and driver teardown takes
@@ -220,6 +231,63 @@ class Runner:
         for closing in self.closing:
             closing.join()
         self.logs.cleanup()
+
+
+def _run_all(ids: Sequence[str], run: Any, lanes: int, lanes_why: str, outcomes: list[Outcome],
+             figures: Any, progress: bool, results_dir: Path, device: str | None, quick: bool,
+             timeout: float, extra: Sequence[str], budget_s: float | None, start: float) -> None:
+    """Run every experiment of ``ids`` through ``run`` (in ``lanes`` lanes), one progress bar
+    over them; ``outcomes`` gets each in ``ids``' order. An experiment Ctrl-C stopped, and those
+    after it, are INTERRUPTED."""
+    from tqdm import tqdm
+
+    from ..device.turns import TURNS_ENV, held
+    from .lanes import run_in_lanes, turns_summary
+
+    with tqdm(total=len(ids), unit="experiment", disable=not progress, file=sys.stderr) as bar:
+        if lanes > 1:
+            bar.write(f"running {lanes_why}")
+
+        def finished(outcome: Outcome) -> None:
+            figures.submit(outcome)
+            if outcome.status != PASSED:
+                bar.write(f"{outcome.experiment}: {outcome.status}"
+                          + (f" ({outcome.stderr_tail.splitlines()[-1]})" if outcome.stderr_tail else ""))
+            bar.set_postfix_str(outcome.experiment)
+            bar.update(1)
+
+        def left() -> float:
+            return budget_s - (time.monotonic() - start) if budget_s is not None else timeout
+
+        if lanes > 1:
+            done, _ = run_in_lanes(
+                ids, lanes, lambda name, allowed: run(name, results_dir, device, quick,
+                                                      min(timeout, allowed), extra),
+                left, finished, lambda name: Outcome(name, NOT_RUN, 0.0, None),
+                getattr(run, "stop", lambda: None))
+            outcomes += [o if o is not None else Outcome(n, INTERRUPTED, 0.0, None)
+                         for n, o in zip(ids, done)]
+            turns = getattr(run, "env", {}).get(TURNS_ENV)
+            if turns:
+                taken = held(turns)
+                bar.write(turns_summary(taken, time.monotonic() - start))
+                by_name = {t["label"]: t["held_s"] for t in taken}
+                for o in outcomes:  # in place: the figures drawn ahead are keyed by the object
+                    o.device_s = by_name.get(o.experiment)
+            return
+        for name in ids:
+            bar.set_postfix_str(name)
+            allowed = left()
+            if allowed < 1:
+                outcome = Outcome(name, NOT_RUN, 0.0, None)
+            else:
+                try:
+                    outcome = run(name, results_dir, device, quick, min(timeout, allowed), extra)
+                except KeyboardInterrupt:
+                    outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
+                    return
+            outcomes.append(outcome)
+            finished(outcome)
 
 
 def run_shared(experiment: str, out_dir: Path, device: str | None, quick: bool, timeout_s: float,
@@ -255,11 +323,8 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     ``lanes``: experiments run side by side, taking turns at the device (guide/lanes.py;
     default: as many as suit the device and the host, one on a CPU device).
     Ctrl-C (or SIGTERM) stops the run; the page is still written with what finished."""
-    from tqdm import tqdm
-
     from ..measure.writer import check_out_dir
-    from ..device.turns import TURNS_ENV, held
-    from .lanes import lanes_for, run_in_lanes, turns_summary
+    from .lanes import lanes_for
     from .report import FiguresAhead, write_guide
 
     out_dir = check_out_dir(os.fspath(out))
@@ -270,7 +335,6 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
         raise ValueError("--quick and --thorough contradict each other: give one")
     timeout = timeout_s if timeout_s is not None else (
         QUICK_TIMEOUT_S if quick else THOROUGH_TIMEOUT_S if thorough else TIMEOUT_S)
-    outcomes: list[Outcome] = []
     start = time.monotonic()
     from ..device.clocks import check_method
 
@@ -279,72 +343,41 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
         extra += ["--method", method]
     if thorough:
         extra += list(THOROUGH_ARGS)
-    if lanes is None:
-        lanes, lanes_why = (1, "one lane: the caller's runner") if runner is not None else lanes_for(device, method)
-    else:
-        if int(lanes) < 1:
-            raise ValueError(f"--lanes must be at least 1, got {lanes}")
-        lanes, lanes_why = int(lanes), f"{int(lanes)} lanes, as asked, taking turns at the device"
+    if lanes is not None and int(lanes) < 1:
+        raise ValueError(f"--lanes must be at least 1, got {lanes}")
     own = runner is None
-    run = Runner(lanes) if runner is None else runner
+    run: Any = runner
     figures = FiguresAhead()  # each experiment's figures drawn while the next one runs
     closing: threading.Thread | None = None
+    outcomes: list[Outcome] = []
     try:
-        with tqdm(total=len(ids), unit="experiment", disable=not progress, file=sys.stderr) as bar:
-            if lanes > 1:
-                bar.write(f"running {lanes_why}")
-
-            def finished(outcome: Outcome) -> None:
-                figures.submit(outcome)
-                if outcome.status != PASSED:
-                    bar.write(f"{outcome.experiment}: {outcome.status}"
-                              + (f" ({outcome.stderr_tail.splitlines()[-1]})" if outcome.stderr_tail else ""))
-                bar.set_postfix_str(outcome.experiment)
-                bar.update(1)
-
-            def left() -> float:
-                return budget_s - (time.monotonic() - start) if budget_s is not None else timeout
-
-            if lanes > 1:
-                done, _ = run_in_lanes(
-                    ids, lanes, lambda name, allowed: run(name, results_dir, device, quick,
-                                                          min(timeout, allowed), extra),
-                    left, finished, lambda name: Outcome(name, NOT_RUN, 0.0, None),
-                    getattr(run, "stop", lambda: None))
-                outcomes = [o if o is not None else Outcome(n, INTERRUPTED, 0.0, None)
-                            for n, o in zip(ids, done)]
-                turns = getattr(run, "env", {}).get(TURNS_ENV)
-                if turns:
-                    taken = held(turns)
-                    bar.write(turns_summary(taken, time.monotonic() - start))
-                    by_name = {t["label"]: t["held_s"] for t in taken}
-                    for o in outcomes:  # in place: the figures drawn ahead are keyed by the object
-                        o.device_s = by_name.get(o.experiment)
-            else:
-                for name in ids:
-                    bar.set_postfix_str(name)
-                    allowed = left()
-                    if allowed < 1:
-                        outcome = Outcome(name, NOT_RUN, 0.0, None)
-                    else:
-                        try:
-                            outcome = run(name, results_dir, device, quick, min(timeout, allowed),
-                                          extra)
-                        except KeyboardInterrupt:
-                            outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
-                            break
-                    outcomes.append(outcome)
-                    finished(outcome)
+        try:
+            if lanes is not None:
+                lanes, lanes_why = int(lanes), f"{int(lanes)} lanes, as asked, taking turns at the device"
+            else:  # the device is looked up here: a second or so on a GPU host
+                lanes, lanes_why = (lanes_for(device, method) if own else
+                                    (1, "one lane: the caller's runner"))
+            if own:
+                run = Runner(lanes)
+            _run_all(ids, run, lanes, lanes_why, outcomes, figures, progress, results_dir, device,
+                     quick, timeout, extra, budget_s, start)
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM outside an experiment's own run (while the workers or the lanes
+            # start, between two experiments): every worker stops, and the page still says
+            # what finished and what did not.
+            if own and run is not None:
+                run.stop()
+            outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
         if own:  # the workers end while the page is written
-            closing = threading.Thread(target=run.close, name="pyclperf-guide-close", daemon=True)  # type: ignore[union-attr]
+            closing = threading.Thread(target=run.close, name="pyclperf-guide-close", daemon=True)
             closing.start()
         page = write_guide(outcomes, out_dir / "guide.html", quick=quick, figures=figures)
     finally:
         figures.close()
         if closing is not None:
             closing.join()
-        elif own:
-            run.close()  # type: ignore[union-attr]
+        elif own and run is not None:
+            run.close()
     return page, outcomes
 
 

@@ -83,12 +83,15 @@ class SharedWorker:
     def __init__(self, env: dict[str, str] | None = None) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self.env = dict(env or {})  # set in the worker's environment (the device's turns)
+        self.stopped = False  # stopped for good (Ctrl-C): it starts no process again
 
     def start(self) -> None:
         """Start the worker now (it loads the package while nothing is asked of it yet)."""
         self._start()
 
     def _start(self) -> subprocess.Popen[bytes]:
+        if self.stopped:  # a lane that was about to ask when the run stopped
+            raise KeyboardInterrupt("the guide was stopped")
         if self.proc is None or self.proc.poll() is not None:
             # Its own session: Ctrl-C reaches the guide alone, and a stop kills the group.
             self.proc = subprocess.Popen([sys.executable, "-m", "pyclperf.guide.worker"],
@@ -127,26 +130,34 @@ class SharedWorker:
             return proc.returncode, False
         return int(json.loads(line)["rc"]), False
 
-    def stop(self) -> None:
-        """Kill the worker and anything it started."""
-        if self.proc is not None and self.proc.poll() is None:
+    def stop(self, for_good: bool = False) -> None:
+        """Kill the worker and anything it started; ``for_good``: and start none again.
+
+        For good, it runs beside the lane that may be waiting on this worker's reply (Ctrl-C in
+        the guide's main thread): the pipes are left to that lane, which sees the end of the
+        reply pipe and lets go of them (or to ``close``). Closed here under its feet, the pipe
+        would drop out of the lane's wait, which would then never end."""
+        self.stopped = self.stopped or for_good
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            self.proc.wait()
-        self._release()
+            proc.wait()
+        if not for_good:
+            self._release()
 
     def _release(self) -> None:
         """Close the pipes to a worker that has ended, and forget it."""
-        if self.proc is not None:
-            for pipe in (self.proc.stdin, self.proc.stdout):
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            for pipe in (proc.stdin, proc.stdout):
                 if pipe is not None:
                     try:
                         pipe.close()
                     except OSError:  # a write still buffered to a worker that is gone
                         pass
-        self.proc = None
 
     def end_input(self) -> None:
         """Tell the worker no more is coming (its stdin ends): it starts to exit, and ``close``
