@@ -69,11 +69,14 @@ test: install
 # device under test), on the devices GPU_CHECK_DEVICES selects (PYCLPERF_TEST_DEVICES: NVIDIA's
 # by default): the check after a change to launching or timing, on a GPU machine. Where the
 # package is installed already (a GPU machine without network): make gpu-check PY=python3.
-# Two parts: first the tests marked `serial` (they judge timing, which tests running beside them
-# on the same device would distort) in one process, with the device to themselves; then the
-# rest spread over GPU_CHECK_WORKERS processes (pytest-xdist; by default three quarters of the
-# cores, at most 12: 12 on a 16-core GPU machine), the longest started first (marked `slow`).
-# The exit status is the first part's failure, else the second's.
+# Two parts: first the tests marked `serial` (they judge timing, or measure ceilings, which tests
+# running beside them on the same device would distort) in one process, with the device to
+# themselves; then the rest spread over GPU_CHECK_WORKERS processes (pytest-xdist; by default
+# three quarters of the cores, at most 12: 12 on a 16-core GPU machine), the longest started
+# first (marked `slow`). The second part's processes start, import and list their tests while
+# the first runs, and wait to test until it ends (PYCLPERF_TEST_START_AFTER: a file the first
+# part's end removes); their output follows the first part's. The exit status is the first
+# part's failure, else the second's.
 GPU_CHECK_DEVICES ?= nvidia
 GPU_CHECK_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); w=$$((n * 3 / 4)); \
     [ $$w -gt 12 ] && w=12; [ $$w -lt 1 ] && w=1; echo $$w)
@@ -81,14 +84,19 @@ GPU_CHECK_ARGS ?=
 GPU_CHECK_PYTEST = PYCLPERF_TEST_DEVICES=$(GPU_CHECK_DEVICES) $(PY) -m pytest -p no:cacheprovider \
     --durations=15 $(GPU_CHECK_ARGS)
 gpu-check: $(if $(filter $(PY),$(VENV)/bin/python),install)
-	@status=0; \
+	@status=0; gate=$$(mktemp); log=$$(mktemp); \
+	trap 'rm -f "$$gate" "$$log" "$$log.rc"' EXIT; \
+	( PYCLPERF_TEST_START_AFTER=$$gate $(GPU_CHECK_PYTEST) -m "device and not serial" \
+	    $(if $(filter-out 1,$(GPU_CHECK_WORKERS)),-n $(GPU_CHECK_WORKERS) -p no:benchmark) \
+	    > "$$log" 2>&1; echo $$? > "$$log.rc" ) & rest=$$!; \
 	echo "== the timing tests, alone on the device"; \
 	$(GPU_CHECK_PYTEST) -m "device and serial" || status=$$?; \
 	[ $$status -eq 5 ] && status=0; \
+	rm -f "$$gate"; \
 	echo "== the other device tests, $(GPU_CHECK_WORKERS) at a time"; \
-	$(GPU_CHECK_PYTEST) -m "device and not serial" \
-	    $(if $(filter-out 1,$(GPU_CHECK_WORKERS)),-n $(GPU_CHECK_WORKERS) -p no:benchmark) || \
-	    { rc=$$?; [ $$status -eq 0 ] && [ $$rc -ne 5 ] && status=$$rc; }; \
+	tail -n +1 -f --pid=$$rest "$$log"; wait $$rest; \
+	rc=$$(cat "$$log.rc" 2>/dev/null || echo 1); \
+	[ $$status -eq 0 ] && [ $$rc -ne 0 ] && [ $$rc -ne 5 ] && status=$$rc; \
 	exit $$status
 
 # JupyterLab on the notebooks (the `notebook` extra: installed into the venv on first use).

@@ -124,13 +124,14 @@ def stage(log: Log, name: str, cmd: list[str], limit_s: float, env: dict[str, st
 
 
 def pytest_counts(output: str) -> dict[str, int]:
-    """The counts in pytest's last summary line (passed, failed, skipped, errors, ...)."""
+    """The counts of every pytest summary line in ``output`` added up (passed, failed, skipped,
+    errors, ...): `make gpu-check` runs two sessions, the timing tests alone and the rest."""
     found: dict[str, int] = {}
-    for line in reversed(output.splitlines()):
-        if re.search(r"\d+ (passed|failed|error)", line) and " in " in line:
+    for line in output.splitlines():
+        if re.search(r"\d+ (passed|failed|error|skipped|deselected)", line) and re.search(r" in [\d.]+s", line):
             for count, what in re.findall(r"(\d+) (\w+)", line):
-                found[what] = int(count)
-            break
+                if what != "deselected":
+                    found[what] = found.get(what, 0) + int(count)
     return found
 
 

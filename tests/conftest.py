@@ -23,6 +23,28 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# `make gpu-check` starts the side-by-side part (its processes, their imports, their device
+# lists: a quarter of a minute on a 16-core GPU host) while the timing tests run alone, and
+# names a file here that those remove as they end: the tests themselves wait for it.
+START_AFTER_ENV = "PYCLPERF_TEST_START_AFTER"
+START_AFTER_LIMIT_S = 900.0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    gate = os.environ.get(START_AFTER_ENV)
+    if not gate or os.environ.get("PYTEST_XDIST_WORKER") or session.config.option.collectonly:
+        return  # only the session that hands out the tests waits (pytest-xdist's controller)
+    import time
+
+    deadline = time.monotonic() + START_AFTER_LIMIT_S
+    while os.path.exists(gate):
+        if time.monotonic() > deadline:
+            raise pytest.UsageError(f"{gate} ({START_AFTER_ENV}) was not removed within "
+                                    f"{START_AFTER_LIMIT_S:.0f} s")
+        time.sleep(0.05)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The tests that touch an OpenCL device are those that ask for the device under test (the
     # plugin's cl_ctx, through ctx or not): marked ``device``, so that `make gpu-check` (pytest

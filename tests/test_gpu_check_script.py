@@ -32,6 +32,10 @@ def test_a_stage_streams_its_output_and_one_past_its_limit_is_stopped(script, tm
 def test_pytest_counts_read_the_summary_line(script):
     out = "stuff\n==== 600 passed, 37 skipped, 2 failed, 1 error in 97.12s (0:01:37) ====\n"
     assert script.pytest_counts(out) == {"passed": 600, "skipped": 37, "failed": 2, "error": 1}
+    # make gpu-check's two sessions: the timing tests alone, then the rest; both count
+    serial = "== 13 passed, 1589 deselected in 19.70s ==\n"
+    assert script.pytest_counts(serial + out) == {"passed": 613, "skipped": 37, "failed": 2,
+                                                  "error": 1}
     assert script.pytest_counts("no summary") == {}
 
 
