@@ -42,7 +42,7 @@ $(VENV)/.deps-stamp: pyproject.toml | deps
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(BUILD_DEPS)
 	$(PY) -m pip install -q "numpy>=1.22" "pandas>=1.5" "matplotlib>=3.5" "tqdm>=4.60" "cloudpickle>=2.0" \
-	    "jsonschema>=4" "pytest>=7" "pytest-xdist>=3" "nbclient>=0.7" "nbformat>=5" "ipykernel>=6" "hypothesis>=6" \
+	    "jsonschema>=4" "pytest>=7" "pytest-xdist>=3.2" "nbclient>=0.7" "nbformat>=5" "ipykernel>=6" "hypothesis>=6" \
 	    "optuna>=3" "scipy>=1.10" "nevergrad>=1.0" "threadpoolctl>=3" "dask[distributed]>=2023.1" \
 	    "kernel_tuner==1.5.0" "autotuning-methodology>=1.1"
 	touch $@
@@ -69,11 +69,13 @@ test: install
 # device under test), on the devices GPU_CHECK_DEVICES selects (PYCLPERF_TEST_DEVICES: NVIDIA's
 # by default): the check after a change to launching or timing, on a GPU machine. Where the
 # package is installed already (a GPU machine without network): make gpu-check PY=python3.
-# Two parts: first the tests marked `serial` (they judge timing, or measure ceilings, which tests
-# running beside them on the same device would distort) in one process, with the device to
-# themselves; then the rest spread over GPU_CHECK_WORKERS processes (pytest-xdist; by default
-# three quarters of the cores, at most 12: 12 on a 16-core GPU machine), the longest started
-# first (marked `slow`). The second part's processes start, import and list their tests while
+# Two parts: first the tests marked `serial` (they judge timing, which tests running beside them
+# on the same device would distort) in one process, with the device to themselves; then the
+# rest spread over GPU_CHECK_WORKERS processes (pytest-xdist; by default three quarters of the
+# cores, at most 12: 12 on a 16-core GPU machine), the longest started first (marked `slow`),
+# a process that runs out of tests taking some of another's (--dist worksteal: handed out in
+# fixed shares, the last 6% of the tests ran on for 78 s while the other processes stood idle,
+# on the H200 on 2026-11-27). The second part's processes start, import and list their tests while
 # the first runs, and wait to test until it ends (PYCLPERF_TEST_START_AFTER: a file the first
 # part's end removes); their output follows the first part's. The exit status is the first
 # part's failure, else the second's.
@@ -87,7 +89,7 @@ gpu-check: $(if $(filter $(PY),$(VENV)/bin/python),install)
 	@status=0; gate=$$(mktemp); log=$$(mktemp); \
 	trap 'rm -f "$$gate" "$$log" "$$log.rc"' EXIT; \
 	( PYCLPERF_TEST_START_AFTER=$$gate $(GPU_CHECK_PYTEST) -m "device and not serial" \
-	    $(if $(filter-out 1,$(GPU_CHECK_WORKERS)),-n $(GPU_CHECK_WORKERS) -p no:benchmark) \
+	    $(if $(filter-out 1,$(GPU_CHECK_WORKERS)),-n $(GPU_CHECK_WORKERS) --dist worksteal -p no:benchmark) \
 	    > "$$log" 2>&1; echo $$? > "$$log.rc" ) & rest=$$!; \
 	echo "== the timing tests, alone on the device"; \
 	$(GPU_CHECK_PYTEST) -m "device and serial" || status=$$?; \

@@ -79,15 +79,12 @@ def _runnable(page: Path) -> list[Block]:
     return [b for b in blocks(page.read_text(encoding="utf-8")) if b.language in RUN and not b.not_run]
 
 
-# The roofline page measures the device's full profile (on a GPU; a quick one on a CPU device):
-# ceilings measured beside other tests on the same device would be theirs to share, so under
-# `make gpu-check` it runs with the timing tests, alone on the device.
-_ALONE = {"roofline.md"}
+# Pages that measure the device's full profile on a GPU (a quick one on a CPU device).
+_FULL_PROFILE_ON_A_GPU = {"roofline.md"}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.serial) if p.name in _ALONE else p
-                                  for p in PAGES if _runnable(p)], ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [p for p in PAGES if _runnable(p)], ids=lambda p: p.name)
 def test_the_pages_code_runs(page: Path, ctx, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     todo = _runnable(page)
     on_oclgrind = [b for b in todo if _ON_OCLGRIND.search(b.code)]
@@ -102,9 +99,10 @@ def test_the_pages_code_runs(page: Path, ctx, tmp_path: Path, request: pytest.Fi
            # Profiles are read from (or measured into) a folder of the test's, never the user's.
            "PYCLPERF_PROFILES": str(tmp_path / "profiles")}
     if (any(word in b.code for b in todo for word in ("profile", "explain"))
-            and not (ctx.info.is_gpu and page.name in _ALONE)):
+            and not (ctx.info.is_gpu and page.name in _FULL_PROFILE_ON_A_GPU)):
         # The session's quick profile, measured once: a page that explains reads it (on a GPU
-        # the roofline page measures a full one, which a quick one cannot serve).
+        # the roofline page measures a full one into its own folder: a quick one cannot serve
+        # it, and the tests that read the session's folder expect the quick one there).
         env["PYCLPERF_PROFILES"] = str(request.getfixturevalue("roofline_profiles")[0])
     plan = tmp_path / "blocks.json"
     plan.write_text(json.dumps([page.relative_to(ROOT).as_posix(),

@@ -81,16 +81,20 @@ def test_a_write_past_the_end_is_measured_and_costs_only_its_configuration(ctx, 
 
 def test_a_sweep_of_writes_ever_further_past_the_end_costs_each_its_own_configuration(ctx, rng):
     """1,100 / 16,384 / 10^6 elements past the end of a 256 KiB array land in its guard zone;
-    10^8 elements (400 MB) lands beyond every guard. A GPU's memory management faults on it;
-    on a CPU device, whose memory is the process's own, it faults in the inaccessible memory
-    fenced off around each array in the worker (tuner/fences.py), and the row names the
-    argument and the element. Either way the configuration after them runs and is verified,
-    in this process, alive."""
+    10^8 elements (400 MB) lands beyond every guard. On a CPU device, whose memory is the
+    process's own, it faults in the inaccessible memory fenced off around each array in the
+    worker (tuner/fences.py), and the row names the argument and the element. On a GPU it
+    faults or lands in whatever the worker's context mapped there (on the H200 on 2026-11-27,
+    once each): the output it never wrote is then what tells, never a plain ok. Either way the
+    configuration after them runs and is verified, in this process, alive."""
     a = rng.standard_normal(N).astype(np.float32)
     offsets = [1100, 16384, 10**6, 10**8, 0]
 
     def verify(config, outputs):
-        return config["OFF"] != 0 or np.array_equal(outputs[0], a)
+        # out[i + OFF] = in[i]: what lands inside the array must be the input, shifted; a
+        # configuration that wrote nothing inside it has nothing right
+        off = config["OFF"]
+        return off < N and np.array_equal(outputs[0][off:], a[:N - off])
 
     res = tune(
         OVERRUN,
@@ -111,7 +115,7 @@ def test_a_sweep_of_writes_ever_further_past_the_end_costs_each_its_own_configur
         assert "argument 0 ('out'): the kernel wrote element " in far["error"], far
         assert "elements past the end" in far["error"], far
     else:
-        assert far["status"] in ("out of bounds", "crashed", "launch failed"), far
+        assert far["status"] in ("out of bounds", "crashed", "launch failed", "wrong result"), far
     assert rows[0]["status"] == "ok" and rows[0]["verified"], rows[0]
     again = tune(
         COPY,
