@@ -73,9 +73,10 @@ test: install
 # on the same device would distort) in one process, with the device to themselves; then the
 # rest spread over GPU_CHECK_WORKERS processes (pytest-xdist; by default three quarters of the
 # cores, at most 12: 12 on a 16-core GPU machine), the longest started first (marked `slow`),
-# a process that runs out of tests taking some of another's (--dist worksteal: handed out in
-# fixed shares, the last 6% of the tests ran on for 78 s while the other processes stood idle,
-# on the H200 on 2026-11-27). The second part's processes start, import and list their tests while
+# each process given the next test as it finishes one (--maxschedchunk 1). Handed out in chunks
+# of 14 consecutive tests (pytest-xdist's default), the longest tests had gone to one process
+# together, and the last 6% of the tests ran on for 78 s while the other processes stood idle
+# (the H200, 2026-11-27); in contiguous shares (--dist worksteal), 43 s. The second part's processes start, import and list their tests while
 # the first runs, and wait to test until it ends (PYCLPERF_TEST_START_AFTER: a file the first
 # part's end removes); their output follows the first part's. The exit status is the first
 # part's failure, else the second's.
@@ -89,7 +90,7 @@ gpu-check: $(if $(filter $(PY),$(VENV)/bin/python),install)
 	@status=0; gate=$$(mktemp); log=$$(mktemp); \
 	trap 'rm -f "$$gate" "$$log" "$$log.rc"' EXIT; \
 	( PYCLPERF_TEST_START_AFTER=$$gate $(GPU_CHECK_PYTEST) -m "device and not serial" \
-	    $(if $(filter-out 1,$(GPU_CHECK_WORKERS)),-n $(GPU_CHECK_WORKERS) --dist worksteal -p no:benchmark) \
+	    $(if $(filter-out 1,$(GPU_CHECK_WORKERS)),-n $(GPU_CHECK_WORKERS) --maxschedchunk 1 -p no:benchmark) \
 	    > "$$log" 2>&1; echo $$? > "$$log.rc" ) & rest=$$!; \
 	echo "== the timing tests, alone on the device"; \
 	$(GPU_CHECK_PYTEST) -m "device and serial" || status=$$?; \

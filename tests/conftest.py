@@ -52,9 +52,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "cl_ctx" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.device)
-    # The longest tests first (a stable sort keeps the rest in order): pytest-xdist hands out
-    # the first tests one to each process, so spread over processes they overlap the others
-    # instead of ending the run alone.
+    # The longest tests first (a stable sort keeps the rest in order): where pytest-xdist hands
+    # tests out as processes free up (make gpu-check: --maxschedchunk 1), the longest start
+    # first, spread over the processes, and overlap the others instead of ending the run alone.
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

@@ -142,6 +142,7 @@ def test_lanes_for_a_device(monkeypatch):
 
 
 @pytest.mark.device
+@pytest.mark.slow  # 10-15 s on an H200 beside the other tests
 def test_the_guide_in_two_lanes_runs_every_experiment_in_catalogue_order(ctx, tmp_path, monkeypatch):
     from pyclperf.guide import report
     from pyclperf.guide import run as guide

@@ -56,6 +56,7 @@ def fleet(ctx):
     f.close()
 
 
+@pytest.mark.slow  # 10-15 s on an H200 beside the other tests
 def test_local_cluster_of_two_workers_streams_rows_and_resumes(tmp_path, ctx, fleet):
     x = np.arange(N, dtype=np.float32)
     params = {"block_size_x": [16, 32, 64], "UNROLL": [1, 2]}

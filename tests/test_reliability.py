@@ -55,6 +55,7 @@ def _start(tmp_path, ctx):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+@pytest.mark.slow  # 10-15 s on an H200 beside the other tests
 def test_killed_sweep_keeps_rows_and_resumes(tmp_path, ctx, sig):
     proc, out = _start(tmp_path, ctx)
     proc.send_signal(sig)

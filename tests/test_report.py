@@ -108,6 +108,7 @@ def test_assert_kernel_says_a_mistake_in_the_line_run_kernel_says_it(cl_ctx, rng
     assert str(said.value) == f"invalid: {cause}"
 
 
+@pytest.mark.slow  # 10-15 s on an H200 beside the other tests
 def test_a_failing_assert_kernel_shows_pytest_one_line(cl_ctx, tmp_path):
     """Through pytest itself, as a user's test suite runs it: the cause, and no traceback of the
     worker process or of pyclperf's insides."""

@@ -254,6 +254,7 @@ def test_a_const_input_changed_by_the_launch_is_named(ctx, rng):
     assert "256 element(s) changed, from index 0 to 255" in row["error"]
 
 
+@pytest.mark.slow  # 10-15 s on an H200 beside the other tests
 def test_run_kernel_reports_a_crash_and_a_hang_as_its_status(ctx):
     x = np.arange(256, dtype=np.float32)
     with pytest.raises(KernelRunError) as crash:
