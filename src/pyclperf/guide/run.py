@@ -328,8 +328,8 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     from .report import FiguresAhead, write_guide
 
     out_dir = check_out_dir(os.fspath(out))
+    out_dir.mkdir(parents=True, exist_ok=True)
     results_dir = out_dir / "results"
-    results_dir.mkdir(parents=True, exist_ok=True)
     ids = experiment_ids(only if only is not None else os.environ.get(ONLY_ENV))
     if quick and thorough:
         raise ValueError("--quick and --thorough contradict each other: give one")
@@ -352,6 +352,9 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     outcomes: list[Outcome] = []
     try:
         try:
+            # From here on a stop is recorded on the page (the results folder is the sign,
+            # for whoever waits on the run, that it has begun).
+            results_dir.mkdir(exist_ok=True)
             if lanes is not None:
                 lanes, lanes_why = int(lanes), f"{int(lanes)} lanes, as asked, taking turns at the device"
             else:  # the device is looked up here: a second or so on a GPU host
