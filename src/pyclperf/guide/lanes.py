@@ -26,6 +26,14 @@ MAX_LANES = 6
 CORES_PER_LANE = 2
 
 
+def most_lanes(method: str = "auto", cpus: int | None = None) -> int:
+    """The lanes the host allows before the device is known: ``lanes_for`` gives these or one.
+    The guide starts that many workers while it looks the device up (a second on a GPU host)."""
+    if method == "host":
+        return 1
+    return max(1, min(MAX_LANES, (cpus if cpus is not None else host_cores()) // CORES_PER_LANE))
+
+
 def lanes_for(device: str | None, method: str = "auto", cpus: int | None = None) -> tuple[int, str]:
     """How many lanes suit ``device``, and why (for the page and the log)."""
     if method == "host":
@@ -39,7 +47,7 @@ def lanes_for(device: str | None, method: str = "auto", cpus: int | None = None)
     if "GPU" not in str(info.type) and "ACCELERATOR" not in str(info.type):
         return 1, "one lane: a CPU device runs on the host's cores, which other lanes' work would take"
     cores = cpus if cpus is not None else host_cores()
-    lanes = max(1, min(MAX_LANES, cores // CORES_PER_LANE))
+    lanes = most_lanes(method, cores)
     return lanes, (f"{lanes} lanes on {cores} host cores, taking turns at the device" if lanes > 1
                    else f"one lane: {cores} host cores")
 
@@ -94,4 +102,4 @@ def turns_summary(turns: Sequence[dict[str, Any]], wall_s: float, longest: int =
             + ", ".join(f"{t['label']} {t['held_s']:.1f} s" for t in top))
 
 
-__all__: Sequence[str] = ["MAX_LANES", "lanes_for", "run_in_lanes", "turns_summary"]
+__all__: Sequence[str] = ["MAX_LANES", "lanes_for", "most_lanes", "run_in_lanes", "turns_summary"]

@@ -213,6 +213,20 @@ class Runner:
             closing.start()
             self.closing.append(closing)
 
+    def keep(self, lanes: int) -> None:
+        """Keep ``lanes`` workers, before any experiment has run; the others are stopped at
+        once (still importing: on a CPU device, their imports would take the cores the first
+        experiment measures on)."""
+        if lanes >= len(self.workers):
+            return
+        kept, extra = self.workers[:lanes], self.workers[lanes:]
+        self.workers = kept
+        self.idle = queue.SimpleQueue()
+        for worker in kept:
+            self.idle.put(worker)
+        for worker in extra:
+            worker.stop()
+
     def stop(self) -> None:
         """Stop every worker now, for good (Ctrl-C while lanes run: each lane's call then
         returns, and a lane that was about to start an experiment starts none)."""
@@ -324,7 +338,7 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     default: as many as suit the device and the host, one on a CPU device).
     Ctrl-C (or SIGTERM) stops the run; the page is still written with what finished."""
     from ..measure.writer import check_out_dir
-    from .lanes import lanes_for
+    from .lanes import lanes_for, most_lanes
     from .report import FiguresAhead, write_guide
 
     out_dir = check_out_dir(os.fspath(out))
@@ -357,10 +371,15 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
             results_dir.mkdir(exist_ok=True)
             if lanes is not None:
                 lanes, lanes_why = int(lanes), f"{int(lanes)} lanes, as asked, taking turns at the device"
-            else:  # the device is looked up here: a second or so on a GPU host
-                lanes, lanes_why = (lanes_for(device, method) if own else
-                                    (1, "one lane: the caller's runner"))
-            if own:
+            elif own:
+                # The workers start (their imports take a second or two) while the device is
+                # looked up (a second on a GPU host); those the device does not want then end.
+                run = Runner(most_lanes(method))
+                lanes, lanes_why = lanes_for(device, method)
+                run.keep(lanes)
+            else:
+                lanes, lanes_why = 1, "one lane: the caller's runner"
+            if own and run is None:
                 run = Runner(lanes)
             _run_all(ids, run, lanes, lanes_why, outcomes, figures, progress, results_dir, device,
                      quick, timeout, extra, budget_s, start)
