@@ -10,14 +10,17 @@
    runs with a fixed count (a policy with no interval goal), so it makes exactly the loop's
    launches (the summary's ``same_launches`` checks it), and once more as users run it.
 
-Per-call figures are the median of 7 blocks of 1,000 calls on both sides.
-
 Each side runs in its own process (PyOpenCL's wheel bundles its own ICD loader: --vendors DIR
-is made for it, naming NVIDIA's library), pinned to the same CPUs (--cpus), the sides taking
-turns for --rounds rounds; the summary gives each figure's median over the rounds and the
-ratios, and per point (``host_us_per_point``: each sweep's wall time less its kernels' time, the
-warm-ups counted at the timed launches' mean; ``experiment_extra_us_per_point``: what the
-experiment adds to PyOpenCL's loop). Run on the GPU machine:
+is made for it, naming NVIDIA's library), pinned to the same CPUs (--cpus), for --rounds rounds.
+Per call: paired blocks, alternating (benchmarks/paired_blocks.py): each round, a pyclperf and a
+PyOpenCL process alive at once run one block of 1,000 calls in turn, A B A B ..., 7 a side (the
+first side alternating by round); a side's figure is the median of its blocks. Measured one
+process after the other, the ratio followed the drift between them (0.81-1.20 by round on an
+H200): kept as ``alone``. The sweeps run one side's process after the other's. The summary
+gives each figure's median over the rounds and the ratios, and per point
+(``host_us_per_point``: each sweep's wall time less its kernels' time, the warm-ups counted at
+the timed launches' mean; ``experiment_extra_us_per_point``: what the experiment adds to
+PyOpenCL's loop). Run on the GPU machine:
 
     python benchmarks/overhead.py --device nvidia --rounds 5 --json overhead.json
 
@@ -40,29 +43,15 @@ from typing import Any
 
 import numpy as np
 
-TINY = "__kernel void tiny(__global float* x) { x[get_global_id(0)] = 1.0f; }"
+sys.path.append(str(Path(__file__).resolve().parent))  # its module beside it, when loaded apart
+from paired_blocks import (JOBS, alone, paired_round, pyclperf_calls, pyopencl_calls,  # noqa: E402
+                           pyopencl_queue, serve, take_stdout)
+
 # The experiment's own kernel, read from the source tree so that the PyOpenCL side needs no
 # pyclperf.
 OFFSET = (Path(__file__).resolve().parent.parent / "kernels" / "copy.cl").read_text()
 ITEMS = 1 << 26  # 256 MiB of floats per buffer
-CALLS = 1000  # calls per block
-BLOCKS = 7    # blocks per figure: its median block is the figure
 POINTS, WARMUP, REPEATS = 33, 3, 20  # the sweep: offsets 0..32, each 3 warm-up + 20 timed launches
-
-
-def per_call(fn: Any) -> float:
-    """Microseconds per call of ``fn``: the median of BLOCKS blocks of CALLS calls, after 500
-    calls of warm-up. The same estimator on both sides: a block that another process or the
-    machine slowed moves the median, not the figure."""
-    for _ in range(500):
-        fn()
-    blocks = []
-    for _ in range(BLOCKS):
-        t0 = time.perf_counter()
-        for _ in range(CALLS):
-            fn()
-        blocks.append((time.perf_counter() - t0) / CALLS * 1e6)
-    return float(np.median(blocks))
 
 
 class InsideTiming:
@@ -123,11 +112,8 @@ def side_pyclperf(device: str, items: int, fake_nvml: str = "") -> dict[str, Any
     ctx = pyclperf.Context(device)
     if fake_nvml:
         stand_in_for_nvml(ctx, fake_nvml)
-    k = ctx.program(TINY).kernel("tiny").set_args(ctx.buffer(4096))
-    out: dict[str, Any] = {
-        "time_us": per_call(lambda: k.time(256, 256, warmup=0, repeats=1)),
-        "run_us": per_call(lambda: k.run(256, 256)),
-    }
+    calls = pyclperf_calls(ctx)
+    out: dict[str, Any] = {f"alone_{name}_us": alone(fn) for name, fn in calls.items()}
     copy = ctx.program(OFFSET).kernel("offset_copy")
     src, dst = ctx.buffer(4 * (items + 64)), ctx.buffer(4 * (items + 64))
     timed = 0.0
@@ -170,24 +156,9 @@ def side_pyclperf(device: str, items: int, fake_nvml: str = "") -> dict[str, Any
 
 
 def side_pyopencl(items: int) -> dict[str, Any]:
-    import pyopencl as cl
-
-    platforms = cl.get_platforms()
-    # NVIDIA's where it is there (the GPU machine); else the first (a try on PoCL).
-    platform = next((p for p in platforms if "NVIDIA" in p.name or "nvidia" in p.vendor.lower()),
-                    platforms[0])
-    ctx = cl.Context(platform.get_devices())
-    q = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
-    knl = cl.Program(ctx, TINY).build().tiny
-    tiny_buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4096)  # kept alive: set_args holds no reference
-    knl.set_args(tiny_buf)
-
-    def one() -> int:
-        e = cl.enqueue_nd_range_kernel(q, knl, (256,), (256,))
-        e.wait()
-        return e.profile.end - e.profile.start
-
-    out: dict[str, Any] = {"version": cl.VERSION_TEXT, "time_us": per_call(one)}
+    cl, ctx, q = pyopencl_queue()
+    reference = pyopencl_calls(cl, ctx, q)["time"]
+    out: dict[str, Any] = {"version": cl.VERSION_TEXT, "alone_time_us": alone(reference)}
     t0 = time.perf_counter()
     copy = cl.Program(ctx, OFFSET).build().offset_copy
     out["build_s"] = time.perf_counter() - t0
@@ -236,22 +207,37 @@ def summarize(out: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         values = [r[key] for r in out.get(side, []) if key in r]
         return float(np.median(values)) if values else float("nan")
 
-    reference_call = median("pyopencl", "time_us")
     reference_loop = median("pyopencl", "unverified_loop_s")
     summary: dict[str, Any] = {"rounds": len(out.get("pyclperf", [])),
-                               "pyopencl_time_us": reference_call,
                                "pyopencl_loop_s": reference_loop,
                                "loop_launches": POINTS * REPEATS}
+    # Per call, from the paired rounds (both sides alive, their blocks alternating): PyOpenCL's
+    # enqueue + wait + profile read is the reference of Kernel.time and Kernel.run alike. A
+    # round whose side failed gives no figure.
+    paired = [p for p in out.get("paired", []) if "error" not in p]
+    reference_call = median_of([p["pyopencl"]["time_us"] for p in paired])
+    summary.update(per_call="paired blocks, alternating", paired_rounds=len(paired),
+                   pyopencl_time_us=reference_call)
+    for key, name in (("time_us", "time"), ("run_us", "run")):
+        summary[key] = median_of([p["pyclperf"][key] for p in paired])
+        summary[f"{key}_over_pyopencl"] = summary[key] / reference_call
+        summary[f"{name}_over_pyopencl_each_round"] = [
+            round(p["pyclperf"][key] / p["pyopencl"]["time_us"], 4) for p in paired]
+    # The same measured alone, one side's process after the other's: their ratio carries the
+    # drift between the moments the sides ran, which the paired figures are free of.
+    pairs = list(zip(out.get("pyclperf", []), out.get("pyopencl", [])))
+    ratios_alone = [c["alone_time_us"] / p["alone_time_us"] for c, p in pairs
+                    if "alone_time_us" in c and "alone_time_us" in p]
+    summary["alone"] = {"time_over_pyopencl_each_round": [round(r, 4) for r in ratios_alone],
+                        "time_over_pyopencl_median_round": median_of(ratios_alone)}
     # The fixed-count sweeps must have made exactly the loop's launches: otherwise their wall
     # times measure different work, not overhead.
     summary["same_launches"] = all(
         r.get(f"{key}_launches") == POINTS * REPEATS for r in out.get("pyclperf", [])
         for key in ("unverified", "verified") if f"{key}_launches" in r)
-    for key in ("time_us", "run_us", "unverified_loop_s", "unverified_experiment_s",
-                "verified_experiment_s"):
+    for key in ("unverified_loop_s", "unverified_experiment_s", "verified_experiment_s"):
         summary[key] = median("pyclperf", key)
-        base = reference_call if key.endswith("_us") else reference_loop
-        summary[f"{key}_over_pyopencl"] = summary[key] / base
+        summary[f"{key}_over_pyopencl"] = summary[key] / reference_loop
     # Per point, in microseconds: what each sweep spends besides its kernels (the wall time less
     # the timed launches, the warm-ups counted at the timed launches' mean), and what the
     # experiment adds over PyOpenCL's loop and over pyclperf's own loop in the same process.
@@ -281,13 +267,11 @@ def summarize(out: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
          for r in out.get("pyclperf", [])
          if "unverified_loop_s" in r and "unverified_experiment_s" in r])
     # Round by round too: the targets read "in the same device run".
-    pairs = list(zip(out.get("pyclperf", []), out.get("pyopencl", [])))
     reference_script = median("pyopencl", "script_s")
     summary["pyopencl_script_s"] = reference_script
     summary["unverified_experiment_s_over_pyopencl_script"] = (
         summary["unverified_experiment_s"] / reference_script)
-    for mine, theirs, name in (("time_us", "time_us", "time"),
-                               ("unverified_experiment_s", "unverified_loop_s", "experiment"),
+    for mine, theirs, name in (("unverified_experiment_s", "unverified_loop_s", "experiment"),
                                ("unverified_experiment_s", "script_s", "experiment_script")):
         summary[f"{name}_over_pyopencl_each_round"] = [
             round(c[mine] / p[theirs], 4) for c, p in pairs if mine in c and theirs in p]
@@ -297,7 +281,8 @@ def summarize(out: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="nvidia")
-    ap.add_argument("--side", choices=["both", "pyclperf", "pyopencl"], default="both")
+    ap.add_argument("--side", default="both", choices=["both", "pyclperf", "pyopencl",
+                                                       "pyclperf-paired", "pyopencl-paired"])
     ap.add_argument("--items", type=int, default=ITEMS)
     ap.add_argument("--vendors", default="/tmp/kt-vendors")
     ap.add_argument("--pyopencl-path", default="",
@@ -320,6 +305,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.side == "pyopencl":
         print(json.dumps(side_pyopencl(args.items)))
         return 0
+    if args.side == "pyclperf-paired":
+        answers = take_stdout()
+        import pyclperf
+
+        ctx = pyclperf.Context(args.device)
+        if args.fake_nvml:
+            stand_in_for_nvml(ctx, args.fake_nvml)
+        serve(pyclperf_calls(ctx), answers, {"device": ctx.info.name})
+        return 0
+    if args.side == "pyopencl-paired":
+        answers = take_stdout()
+        cl, ctx, q = pyopencl_queue()
+        serve(pyopencl_calls(cl, ctx, q), answers,
+              {"device": ctx.devices[0].name, "version": cl.VERSION_TEXT})
+        return 0
     vend = Path(args.vendors)
     vend.mkdir(parents=True, exist_ok=True)
     for lib in ("/usr/lib/libnvidia-opencl.so", "/usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1"):
@@ -328,19 +328,30 @@ def main(argv: list[str] | None = None) -> int:
             break
     else:  # no NVIDIA driver here: PyOpenCL's loader reads the system's vendor files
         vend = Path("/etc/OpenCL/vendors")
+
+    def command(side: str) -> tuple[list[str], dict[str, str]]:
+        env = dict(os.environ)
+        if side.startswith("pyopencl"):
+            env["OCL_ICD_VENDORS"] = str(vend)
+            if args.pyopencl_path:
+                env["PYTHONPATH"] = os.pathsep.join(
+                    p for p in (args.pyopencl_path, env.get("PYTHONPATH", "")) if p)
+        return [sys.executable, __file__, "--side", side, "--device", args.device, "--items",
+                str(args.items), "--cpus", args.cpus, "--fake-nvml", args.fake_nvml], env
+
     out: dict[str, list[dict[str, Any]]] = {}
-    for _ in range(args.rounds):
+    for round_index in range(args.rounds):
+        # The per-call figures: both sides at once, their blocks alternating, the side that
+        # goes first alternating too.
+        order = ("pyopencl", "pyclperf")[::-1 if round_index % 2 else 1]
+        paired = paired_round({side: command(f"{side}-paired") for side in order}, JOBS, order)
+        if "error" in paired:
+            print("paired round failed:", paired["error"], file=sys.stderr)
+        out.setdefault("paired", []).append(paired)
+        # The sweeps, one side's process after the other's.
         for side in ("pyopencl", "pyclperf"):
-            env = dict(os.environ)
-            if side == "pyopencl":
-                env["OCL_ICD_VENDORS"] = str(vend)
-                if args.pyopencl_path:
-                    env["PYTHONPATH"] = os.pathsep.join(
-                        p for p in (args.pyopencl_path, env.get("PYTHONPATH", "")) if p)
-            done = subprocess.run([sys.executable, __file__, "--side", side, "--device", args.device,
-                                   "--items", str(args.items), "--cpus", args.cpus,
-                                   "--fake-nvml", args.fake_nvml],
-                                  env=env, capture_output=True, text=True)
+            argv, env = command(side)
+            done = subprocess.run(argv, env=env, capture_output=True, text=True)
             if done.returncode:
                 print(done.stderr[-3000:], file=sys.stderr)
                 out.setdefault(side, []).append({"error": done.stderr[-1500:]})
