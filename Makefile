@@ -84,6 +84,9 @@ GPU_CHECK_DEVICES ?= nvidia
 GPU_CHECK_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); w=$$((n * 3 / 4)); \
     [ $$w -gt 12 ] && w=12; [ $$w -lt 1 ] && w=1; echo $$w)
 GPU_CHECK_ARGS ?=
+# The files that hold `serial` tests: the first part collects these alone (collecting every
+# file costs it seconds that nothing overlaps).
+GPU_CHECK_SERIAL_FILES = $(shell grep -l 'mark\.serial' tests/test_*.py)
 GPU_CHECK_PYTEST = PYCLPERF_TEST_DEVICES=$(GPU_CHECK_DEVICES) $(PY) -m pytest -p no:cacheprovider \
     --durations=15 $(GPU_CHECK_ARGS)
 gpu-check: $(if $(filter $(PY),$(VENV)/bin/python),install)
@@ -93,7 +96,7 @@ gpu-check: $(if $(filter $(PY),$(VENV)/bin/python),install)
 	    $(if $(filter-out 1,$(GPU_CHECK_WORKERS)),-n $(GPU_CHECK_WORKERS) --maxschedchunk 1 -p no:benchmark) \
 	    > "$$log" 2>&1; echo $$? > "$$log.rc" ) & rest=$$!; \
 	echo "== the timing tests, alone on the device"; \
-	$(GPU_CHECK_PYTEST) -m "device and serial" || status=$$?; \
+	$(GPU_CHECK_PYTEST) -m "device and serial" $(GPU_CHECK_SERIAL_FILES) || status=$$?; \
 	[ $$status -eq 5 ] && status=0; \
 	rm -f "$$gate"; \
 	echo "== the other device tests, $(GPU_CHECK_WORKERS) at a time"; \

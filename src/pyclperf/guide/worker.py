@@ -198,6 +198,14 @@ def _preload() -> None:
 
     from .. import experiments  # noqa: F401  (every experiment's module, registered)
     from ..views import run_command  # noqa: F401  (what each request runs through)
+    from ..device.devices import list_devices
+
+    # The OpenCL drivers start here (a fraction of a second to a second on a GPU host, once a
+    # process), not inside the first experiment's run.
+    try:
+        list_devices()
+    except Exception:  # noqa: BLE001 - the first request says what is wrong, in its own log
+        pass
 
 
 if __name__ == "__main__":
