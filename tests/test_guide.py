@@ -119,6 +119,19 @@ def test_budget_and_interruption_still_write_the_page(tmp_path):
     assert page.is_file()
 
 
+def test_a_stop_while_the_workers_start_still_writes_the_page(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM) before any worker is up: nothing is left running and the page says
+    that nothing ran (a stop there once raised AttributeError on the runner that was never made)."""
+    class StoppedAsItStarts:
+        def __init__(self, lanes: int = 1) -> None:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(guide, "Runner", StoppedAsItStarts)
+    page, outcomes = guide.run_guide(tmp_path / "g", only="offset,stride", progress=False, lanes=2)
+    assert [o.status for o in outcomes] == [guide.INTERRUPTED, guide.INTERRUPTED]
+    assert guide.INTERRUPTED in page.read_text()
+
+
 # SIGTERM while the device is looked up and the workers start (0.2 s after the results folder
 # appears), and once they run (1 s): in one lane and in three. In lanes, a stop had closed a
 # worker's reply pipe under the lane waiting on it, which then waited out the experiment's

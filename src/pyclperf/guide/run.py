@@ -390,7 +390,7 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
             if own and run is not None:
                 run.stop()
             outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
-        if own:  # the workers end while the page is written
+        if own and run is not None:  # the workers end while the page is written
             closing = threading.Thread(target=run.close, name="pyclperf-guide-close", daemon=True)
             closing.start()
         page = write_guide(outcomes, out_dir / "guide.html", quick=quick, figures=figures)
