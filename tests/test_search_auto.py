@@ -146,3 +146,68 @@ def test_the_models_coordinates_add_the_log_product_of_each_pair_of_geometric_pa
     product = np.array(levels[0])[X[:, 0]] * np.array(levels[1])[X[:, 1]]
     assert np.allclose(Z[:, -1], (np.log2(product) - 4) / 5)  # 16 to 512
     assert np.array_equal(coordinates(X[:, 1:], sizes[1:], levels[1:]), Z[:, [1, 2, 3, 4, 5]])
+
+
+def test_a_length_scale_prior_adds_its_log_density_and_holds_the_fit_near_its_centre() -> None:
+    """With a prior the objective is the negative log likelihood plus the prior's (its gradient
+    checked against finite differences), and on 8 observations in 20 coordinates the fitted
+    length scales sit nearer the prior's centre than the likelihood's own."""
+    from scipy.optimize import approx_fprime
+
+    from pyclperf.tuner.search.gp_pool import PoolGP
+
+    rng = np.random.default_rng(11)
+    Z = rng.random((300, 20))
+    y = np.sin(4 * Z[:, 0]) + Z[:, 1] + 0.05 * rng.standard_normal(300)
+    rows = list(rng.choice(300, 8, replace=False))
+    plain, held = PoolGP(Z, cap=9), PoolGP(Z, cap=9, prior=(2.0, 0.7))
+    ZI = Z[rows]
+    C = (ZI.T[:, :, None] - ZI.T[:, None, :]) ** 2
+    yy = (y[rows] - y[rows].mean()) / y[rows].std()
+    th = np.r_[rng.normal(-0.5, 0.5, 20), 0.1, np.log(1e-2)]
+    f0, _ = plain._nlml(th, C, yy)
+    f1, g1 = held._nlml(th, C, yy)
+    assert np.isclose(f1 - f0, 0.5 * (((th[:20] - np.log(2.0)) / 0.7) ** 2).sum())
+    assert np.allclose(g1, approx_fprime(th, lambda t: held._nlml(t, C, yy)[0], 1e-6),
+                       rtol=1e-3, atol=1e-4)
+    plain.refit(rows, y[rows])
+    held.refit(rows, y[rows])
+    off = lambda gp: np.abs(gp.theta[:20] - np.log(2.0)).mean()   # noqa: E731
+    assert off(held) < 0.5 * off(plain)
+    mu, sd = held.predict(y[rows])
+    assert np.all(np.isfinite(mu)) and np.all(sd > 0)
+
+
+def test_the_prior_holds_only_while_observations_are_fewer_than_half_the_coordinates(
+        monkeypatch) -> None:
+    """Six parameters of powers of two: 6 + 15 coordinates, so the fits at 9 observations (a
+    budget of 30 starts from 9) take the prior and the later ones do not; a budget of 40
+    starts from 12 and never takes it."""
+    import itertools
+    import random
+
+    from pyclperf.tuner.search import auto
+
+    fits: list[tuple[int, object]] = []
+
+    class Watched(auto.PoolGP):
+        def refit(self, rows, y, maxiter=50):
+            fits.append((len(rows), self.prior))
+            super().refit(rows, y, maxiter)
+
+    monkeypatch.setattr(auto, "PoolGP", Watched)
+    levels = [[1, 2, 4]] * 6
+    X = np.array(list(itertools.product(range(3), repeat=6)))
+    sizes = np.full(6, 3)
+    assert auto.coordinates(X, sizes, levels).shape[1] == 21
+    objective = (X * np.arange(1, 7)).sum(1) + 1.0
+    for budget in (30, 40):
+        fits.clear()
+        gen = auto.program(X, sizes, random.Random(5), budget, levels)
+        i = next(gen)
+        for _ in range(budget - 1):
+            i = gen.send(float(objective[i]))
+        held = [n for n, prior in fits if prior is not None]
+        assert held == ([9] if budget == 30 else [])
+        assert fits[0][0] == (9 if budget == 30 else 12) and len(fits) > 2
+        assert all(prior in (None, auto.LENGTH_PRIOR) for _, prior in fits)

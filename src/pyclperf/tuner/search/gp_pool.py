@@ -6,7 +6,8 @@ coordinate) on the coordinates the caller gives, in [0, 1] (auto.coordinates: ea
 value index, for some integer parameters their log and largest power-of-two divisor, and for
 pairs of power-of-two parameters the log of their product), a signal variance and a noise
 variance. Its hyperparameters maximise the marginal likelihood (SciPy's L-BFGS-B, warm-started,
-on a schedule the caller sets); between fits a new observation extends the Cholesky factor by one
+on a schedule the caller sets), times a log-normal prior on the length scales where the caller
+gives one; between fits a new observation extends the Cholesky factor by one
 row, and with it V = L^-1 K(observed, pool), so the posterior mean and variance of every pool row
 cost O(n N) per evaluation rather than a refit's O(n^2 N). No library keeps a posterior over a
 candidate pool incrementally, which is what makes ranking every configuration of a 17k-space at
@@ -35,10 +36,14 @@ class PoolGP:
     """The posterior over every row of ``Z`` (the pool, N x D in [0, 1]) for up to ``cap``
     observations."""
 
-    def __init__(self, Z: np.ndarray, cap: int, theta: np.ndarray | None = None) -> None:
+    def __init__(self, Z: np.ndarray, cap: int, theta: np.ndarray | None = None,
+                 prior: tuple[float, float] | None = None) -> None:
         self.Z = Z
         self.N, self.D = Z.shape
         self.cap = cap
+        # (centre, width in log): a log-normal prior on each length scale, else none (the
+        # fit then maximises the likelihood alone)
+        self.prior = prior
         # log length scales, log signal variance, log noise variance
         self.theta = theta if theta is not None else np.r_[np.log(np.full(self.D, 0.5)), 0.0,
                                                            np.log(1e-3)]
@@ -63,11 +68,17 @@ class PoolGP:
         g[:D] = -0.5 * np.tensordot(C, W * (sf2 * G0), ((1, 2), (0, 1))) * w
         g[D] = -0.5 * (W * sf2 * K0).sum()
         g[D + 1] = -0.5 * np.trace(W) * sn2
-        return 0.5 * y @ a + np.log(np.diag(L)).sum(), g
+        f = 0.5 * y @ a + np.log(np.diag(L)).sum()
+        if self.prior is not None:
+            centre, width = self.prior
+            z = (th[:D] - np.log(centre)) / width
+            f += 0.5 * float((z * z).sum())
+            g[:D] += z / width
+        return f, g
 
     def refit(self, rows: Sequence[int], y: np.ndarray, maxiter: int = 50) -> None:
-        """Fit the hyperparameters to the observations (pool ``rows``, targets ``y``) and
-        rebuild the posterior over the pool."""
+        """Fit the hyperparameters to the observations (pool ``rows``, targets ``y``; with a
+        prior, its most probable ones) and rebuild the posterior over the pool."""
         from scipy.linalg import solve_triangular
         from scipy.optimize import minimize
 
