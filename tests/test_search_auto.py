@@ -178,11 +178,11 @@ def test_a_length_scale_prior_adds_its_log_density_and_holds_the_fit_near_its_ce
     assert np.all(np.isfinite(mu)) and np.all(sd > 0)
 
 
-def test_the_prior_holds_only_while_observations_are_fewer_than_half_the_coordinates(
+def test_the_prior_holds_only_while_observations_are_few_against_the_coordinates(
         monkeypatch) -> None:
-    """Six parameters of powers of two: 6 + 15 coordinates, so the fits at 9 observations (a
-    budget of 30 starts from 9) take the prior and the later ones do not; a budget of 40
-    starts from 12 and never takes it."""
+    """Six parameters of powers of two: 6 + 15 coordinates, so the fit at 9 observations (a
+    budget of 30 starts from 9; fewer than 0.45 x 21) takes the prior and the later ones do
+    not; a budget of 40 starts from 12 and never takes it."""
     import itertools
     import random
 
