@@ -4,11 +4,10 @@ Experiments that could hang or crash the process (a kernel that spins on the dev
 runtime loaded beside OpenCL: their class says ``isolate = True``) run each in a process of its
 own (a worker of guide/worker.py started ahead and closed after that one experiment); the rest
 run in turn in one long-lived worker process, which spares a process start-up and an OpenCL
-context per experiment. Either
-way a hang (stopped after a per-experiment timeout) or a crash (a driver abort, a segfault)
-costs that experiment only (the worker is started again for the next); the page says what
-happened to it and goes on. One progress bar covers the whole run.
-The page itself is built by guide/report.py, the command line by guide/cli.py.
+context per experiment. Either way a hang (stopped after a per-experiment timeout) or a crash (a
+driver abort, a segfault) costs that experiment only (the worker is started again for the next);
+the page says what happened to it and goes on. One progress bar covers the whole run. The page
+itself is built by guide/report.py, the command line by guide/cli.py.
 """
 
 from __future__ import annotations
@@ -156,10 +155,9 @@ class Runner:
     process of its own where the experiment's class says ``isolate``. Call ``close`` when done.
 
     ``lanes`` shared workers run experiments side by side (guide/lanes.py), taking turns at the
-    device (device/turns.py); one lane runs them in turn. The process of its own is a
-    worker too, used for that one experiment and then closed: one is started ahead (the spare),
-    so its interpreter and imports (a second or two) are ready while the experiments before it
-    run, and the next is started as soon as it is taken. Calls may come from several threads."""
+    device (device/turns.py). The process of its own is a worker too, used for one experiment
+    and closed: one is started ahead (the spare), its imports (a second or two) done while the
+    experiments before it run, the next started as it is taken. Calls may come from threads."""
 
     def __init__(self, lanes: int = 1) -> None:
         from ..device.turns import TURNS_ENV
@@ -214,9 +212,8 @@ class Runner:
             self.closing.append(closing)
 
     def keep(self, lanes: int) -> None:
-        """Keep ``lanes`` workers, before any experiment has run; the others are stopped at
-        once (still importing: on a CPU device, their imports would take the cores the first
-        experiment measures on)."""
+        """Keep ``lanes`` workers, before any experiment has run; the others stop at once (still
+        importing: on a CPU device, their imports would take the first experiment's cores)."""
         if lanes >= len(self.workers):
             return
         kept, extra = self.workers[:lanes], self.workers[lanes:]
@@ -250,9 +247,8 @@ class Runner:
 def _run_all(ids: Sequence[str], run: Any, lanes: int, lanes_why: str, outcomes: list[Outcome],
              figures: Any, progress: bool, results_dir: Path, device: str | None, quick: bool,
              timeout: float, extra: Sequence[str], budget_s: float | None, start: float) -> None:
-    """Run every experiment of ``ids`` through ``run`` (in ``lanes`` lanes), one progress bar
-    over them; ``outcomes`` gets each in ``ids``' order. An experiment Ctrl-C stopped, and those
-    after it, are INTERRUPTED."""
+    """Run ``ids`` through ``run`` in ``lanes`` lanes under one progress bar; ``outcomes`` gets
+    each in ``ids``' order (INTERRUPTED: one that Ctrl-C stopped, and those after it)."""
     from tqdm import tqdm
 
     from ..device.turns import TURNS_ENV, held
@@ -337,6 +333,7 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     ``lanes``: experiments run side by side, taking turns at the device (guide/lanes.py;
     default: as many as suit the device and the host, one on a CPU device).
     Ctrl-C (or SIGTERM) stops the run; the page is still written with what finished."""
+    from ..device.clocks import check_method
     from ..measure.writer import check_out_dir
     from .lanes import lanes_for, most_lanes
     from .report import FiguresAhead, write_guide
@@ -350,8 +347,6 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     timeout = timeout_s if timeout_s is not None else (
         QUICK_TIMEOUT_S if quick else THOROUGH_TIMEOUT_S if thorough else TIMEOUT_S)
     start = time.monotonic()
-    from ..device.clocks import check_method
-
     extra = list(RUN_ARGS) + (["--peak-gbps", str(peak_gbps)] if peak_gbps else [])
     if check_method(method) != "auto":
         extra += ["--method", method]
@@ -366,8 +361,7 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
     outcomes: list[Outcome] = []
     try:
         try:
-            # From here on a stop is recorded on the page (the results folder is the sign,
-            # for whoever waits on the run, that it has begun).
+            # From here on a stop is on the page (the results folder: the sign the run began).
             results_dir.mkdir(exist_ok=True)
             if lanes is not None:
                 lanes, lanes_why = int(lanes), f"{int(lanes)} lanes, as asked, taking turns at the device"
@@ -384,9 +378,8 @@ def run_guide(out: str | os.PathLike[str], device: str | None = None, quick: boo
             _run_all(ids, run, lanes, lanes_why, outcomes, figures, progress, results_dir, device,
                      quick, timeout, extra, budget_s, start)
         except KeyboardInterrupt:
-            # Ctrl-C or SIGTERM outside an experiment's own run (while the workers or the lanes
-            # start, between two experiments): every worker stops, and the page still says
-            # what finished and what did not.
+            # Ctrl-C or SIGTERM outside an experiment's run (as the workers or lanes start,
+            # between two experiments): every worker stops; the page says what finished.
             if own and run is not None:
                 run.stop()
             outcomes += [Outcome(n, INTERRUPTED, 0.0, None) for n in ids[len(outcomes):]]
