@@ -76,10 +76,10 @@ test: install
 # each process given the next test as it finishes one (--maxschedchunk 1). Handed out in chunks
 # of 14 consecutive tests (pytest-xdist's default), the longest tests had gone to one process
 # together, and the last 6% of the tests ran on for 78 s while the other processes stood idle
-# (the H200, 2026-11-27); in contiguous shares (--dist worksteal), 43 s. The second part's processes start, import and list their tests while
-# the first runs, and wait to test until it ends (PYCLPERF_TEST_START_AFTER: a file the first
-# part's end removes); their output follows the first part's. The exit status is the first
-# part's failure, else the second's.
+# (the H200, 2026-11-27); in contiguous shares (--dist worksteal), 43 s. The second part's
+# processes start, import and list their tests while the first runs, and wait to test until it
+# ends (PYCLPERF_TEST_START_AFTER: a file the first part's end removes); their output follows
+# the first part's. The exit status is the first part's failure, else the second's.
 GPU_CHECK_DEVICES ?= nvidia
 GPU_CHECK_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); w=$$((n * 3 / 4)); \
     [ $$w -gt 12 ] && w=12; [ $$w -lt 1 ] && w=1; echo $$w)

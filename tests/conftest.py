@@ -25,7 +25,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # `make gpu-check` starts the side-by-side part (its processes, their imports, their device
 # lists: a quarter of a minute on a 16-core GPU host) while the timing tests run alone, and
-# names a file here that those remove as they end: the tests themselves wait for it.
+# names a file here that those remove as they end: the session that hands out the tests waits
+# for it before handing out the first.
 START_AFTER_ENV = "PYCLPERF_TEST_START_AFTER"
 START_AFTER_LIMIT_S = 900.0
 
