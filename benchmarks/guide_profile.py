@@ -10,6 +10,10 @@ its host work moved or shared. NumPy's operators (a - b on arrays) count as thei
 time, so a check's arithmetic shows under the experiment's function, not under NumPy.
 
     python benchmarks/guide_profile.py --device nvidia --mode default --out prof [--only a,b]
+
+``--held`` profiles only what an experiment does while it holds the device's turn (as in the
+guide's lanes, device/turns.py): in lanes that sum bounds the run, and whatever host work shows
+there keeps the other lanes from the device.
 """
 
 from __future__ import annotations
@@ -75,7 +79,63 @@ class BuildClock:
         self.program.__init__ = self.real  # type: ignore[method-assign]
 
 
-def profile_one(name: str, out: Path, device: str | None, mode: str, top: int) -> dict[str, Any]:
+def _where() -> str:
+    """The innermost pyclperf frames of the caller outside device/turns.py, as file:line."""
+    import traceback
+
+    frames = [f for f in traceback.extract_stack()[:-2]
+              if "pyclperf" in f.filename and "turns.py" not in f.filename
+              and "guide_profile" not in f.filename]
+    return " < ".join(f"{Path(f.filename).name}:{f.lineno}" for f in frames[::-1][:3])
+
+
+class HeldOnly:
+    """The profiler on only while this process holds the device's turn: device/turns.py's take
+    and give wrapped, with a turns folder of the profile's own (so the turn is taken as in the
+    guide's lanes, and never waited for)."""
+
+    def __init__(self, prof: cProfile.Profile, folder: Path) -> None:
+        import os
+
+        from pyclperf.device import turns
+
+        self.turns, self.real, self.folder = turns, (turns._take, turns._give), folder
+        self.saved = os.environ.get(turns.TURNS_ENV)
+        os.environ[turns.TURNS_ENV] = str(folder)
+        take, give = self.real
+        # Each span the turn was held: its seconds and where in pyclperf it was taken and given
+        # up (a span's host work shows there even where the profile cannot see it: the frames
+        # on the stack when the profiler starts keep their own time out of its table).
+        self.spans: list[tuple[float, str, str]] = []
+        since: list[Any] = [0.0, ""]
+
+        def taken(*args: Any, **kwargs: Any) -> None:
+            take(*args, **kwargs)
+            since[:] = [time.perf_counter(), _where()]
+            prof.enable()
+
+        def given(*args: Any, **kwargs: Any) -> None:
+            prof.disable()
+            self.spans.append((time.perf_counter() - since[0], since[1], _where()))
+            give(*args, **kwargs)
+
+        turns._take, turns._give = taken, given  # type: ignore[assignment]
+
+    def held_s(self) -> float:
+        return sum(t["held_s"] for t in self.turns.held(self.folder))
+
+    def close(self) -> None:
+        import os
+
+        self.turns._take, self.turns._give = self.real  # type: ignore[assignment]
+        if self.saved is None:
+            os.environ.pop(self.turns.TURNS_ENV, None)
+        else:
+            os.environ[self.turns.TURNS_ENV] = self.saved
+
+
+def profile_one(name: str, out: Path, device: str | None, mode: str, top: int,
+                held: bool = False) -> dict[str, Any]:
     from pyclperf.views.command_line import call
     from pyclperf.views.run_command import cmd_run, parser
 
@@ -85,8 +145,10 @@ def profile_one(name: str, out: Path, device: str | None, mode: str, top: int) -
     argv += list(QUICK_ARGS if mode == "quick" else THOROUGH_ARGS if mode == "thorough" else ())
     prof = cProfile.Profile()
     builds = BuildClock()
+    turn = HeldOnly(prof, Path(tempfile.mkdtemp(prefix="turns-"))) if held else None
     start = time.perf_counter()
-    prof.enable()
+    if turn is None:
+        prof.enable()
     try:
         code = call(cmd_run, parser().parse_args(argv))
     except SystemExit as exc:
@@ -94,6 +156,10 @@ def profile_one(name: str, out: Path, device: str | None, mode: str, top: int) -
     finally:
         prof.disable()
         builds.close()
+        held_s = turn.held_s() if turn is not None else None
+        spans = sorted(turn.spans, reverse=True)[:5] if turn is not None else []
+        if turn is not None:
+            turn.close()
     wall = time.perf_counter() - start
     buf = io.StringIO()
     stats = pstats.Stats(prof, stream=buf)
@@ -104,6 +170,8 @@ def profile_one(name: str, out: Path, device: str | None, mode: str, top: int) -
     parts["build"] = builds.seconds
     parts["core"] = max(0.0, parts["core"] - builds.seconds)
     return {"experiment": name, "wall_s": round(wall, 2), "code": code, "builds": builds.count,
+            "held_s": None if held_s is None else round(held_s, 2),
+            "longest_spans": [f"{s:.3f} s from {a} to {b}" for s, a, b in spans],
             "builds_on_threads_s": round(builds.elsewhere, 2),
             "split_s": {k: round(v, 2) for k, v in parts.items()}, "top": lines}
 
@@ -116,17 +184,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="folder for the results files (default: a temporary one)")
     p.add_argument("--top", type=int, default=12, help="functions listed per experiment")
     p.add_argument("--json", default=None, help="write the per-experiment records here")
+    p.add_argument("--held", action="store_true",
+                   help="profile only while the experiment holds the device's turn")
     args = p.parse_args(argv)
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="guide-profile-"))
     records = []
     for name in experiment_ids(args.only):
-        rec = profile_one(name, out, args.device, args.mode, args.top)
+        rec = profile_one(name, out, args.device, args.mode, args.top, args.held)
         records.append(rec)
-        print(f"== {name}: {rec['wall_s']} s, exit {rec['code']}, {rec['builds']} builds "
+        held = "" if rec["held_s"] is None else f" (the turn held {rec['held_s']} s)"
+        print(f"== {name}: {rec['wall_s']} s{held}, exit {rec['code']}, {rec['builds']} builds "
               f"({rec['builds_on_threads_s']} s of them side by side on threads), {rec['split_s']}",
               flush=True)
         for line in rec["top"]:
             print("   " + line)
+        for line in rec["longest_spans"]:
+            print("   held " + line)
     total = sum(r["wall_s"] for r in records)
     parts = {k: round(sum(r["split_s"][k] for r in records), 1) for k in records[0]["split_s"]} if records else {}
     print(f"total {total:.1f} s over {len(records)} experiments; own time by part: {parts}")

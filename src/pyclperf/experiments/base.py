@@ -88,6 +88,10 @@ class Sweep(ABC):
     isolate: bool = False
     # True: host work disturbs what it measures (bus, clocks): no lane works beside it (turns.py)
     quiet: bool = False
+    # True: most of its seconds on a GPU are the host's (NumPy references over large inputs,
+    # many builds): the guide's lanes start it first, so a run does not end waiting on its host
+    # work while the device stands idle (guide/lanes.py).
+    host_bound: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
