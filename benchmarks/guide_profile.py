@@ -54,7 +54,7 @@ class BuildClock:
     """Program builds (Program's constructor, where the driver compiles): how many, and their
     seconds on the profiled thread and on others (Context.prebuild's, side by side)."""
 
-    def __init__(self) -> None:
+    def __init__(self, counting: Any = None) -> None:
         from pyclperf.device.program import Program
 
         self.seconds, self.elsewhere, self.count, self.program = 0.0, 0.0, 0, Program
@@ -62,6 +62,8 @@ class BuildClock:
         clock = self
 
         def timed(program: Any, *args: Any, **kwargs: Any) -> None:
+            if counting is not None and not counting():  # a build the profile does not see
+                return clock.real(program, *args, **kwargs)
             start = time.perf_counter()
             try:
                 clock.real(program, *args, **kwargs)
@@ -144,8 +146,9 @@ def profile_one(name: str, out: Path, device: str | None, mode: str, top: int,
         argv += ["--device", device]
     argv += list(QUICK_ARGS if mode == "quick" else THOROUGH_ARGS if mode == "thorough" else ())
     prof = cProfile.Profile()
-    builds = BuildClock()
     turn = HeldOnly(prof, Path(tempfile.mkdtemp(prefix="turns-"))) if held else None
+    # With --held, only the builds made while the turn is held (none: builds give it up).
+    builds = BuildClock((lambda: turn.turns._state.holding) if turn is not None else None)
     start = time.perf_counter()
     if turn is None:
         prof.enable()

@@ -22,3 +22,25 @@ def test_an_experiment_s_time_is_split_and_its_hot_functions_listed(script, ctx,
     assert rec["builds"] >= 1 and parts["build"] > 0  # its kernel, built in this process
     assert len(rec["top"]) == 6 and "tottime" in rec["top"][0]
     assert (tmp_path / "offset.jsonl").is_file() and not (tmp_path / "offset.png").exists()
+
+
+def test_held_profiles_only_the_spans_that_hold_the_device_s_turn(script, ctx, tmp_path):
+    import os
+
+    from pyclperf.device import turns
+
+    spec = f"{ctx.info.platform_index}:{ctx.info.device_index}"
+    before = os.environ.get(turns.TURNS_ENV)
+    rec = script.profile_one("offset", tmp_path, spec, "quick", top=5, held=True)
+    assert rec["code"] == 0
+    # The turn was taken as in the guide's lanes: its seconds recorded, within the run's.
+    assert 0 < rec["held_s"] <= rec["wall_s"]
+    # What the profile saw fits inside the turn: the builds and the host's checks ran outside it.
+    assert sum(rec["split_s"].values()) <= rec["held_s"] + 0.05
+    assert rec["split_s"]["build"] == 0  # a build gives the turn up (the compiler is host work)
+    spans = rec["longest_spans"]
+    assert spans and all(" s from " in s and " to " in s for s in spans)
+    assert sum(float(s.split(" s from ")[0]) for s in spans) <= rec["held_s"] + 0.01
+    # Everything put back: the turns' variable and functions.
+    assert os.environ.get(turns.TURNS_ENV) == before
+    assert turns._take.__module__ == turns.__name__ and not turns._state.holding
