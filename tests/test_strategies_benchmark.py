@@ -44,3 +44,16 @@ def test_the_reduced_benchmark_runs_and_reports(tmp_path: Path) -> None:
     assert ("**Kernel Tuner's best**" in table) == kt
     assert (out / "convergence.png").stat().st_size > 10_000
     assert (out / "spaces").is_dir()
+
+
+def test_the_seeds_can_start_past_those_a_design_was_chosen_on(tmp_path: Path) -> None:
+    out = tmp_path / "fresh"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "strategies.py"), "--hub", str(tmp_path / "none"),
+         "--seeds", "2", "--first-seed", "90", "--budgets", "5", "--ours", "random_sample",
+         "--kt", "none", "--out", str(out)],
+        capture_output=True, text=True, timeout=600, env={"PYCLPERF_HUB": "", "MPLBACKEND": "Agg",
+                                                          "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert runs and sorted({r["seed"] for r in runs}) == [90, 91]
