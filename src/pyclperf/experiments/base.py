@@ -70,27 +70,23 @@ class Sweep(ABC):
     x: str = ""
     x_label: str = ""
     guide: str = ""  # where in the source documents this comes from
-    # How plot.plot_results draws the record: a kind ("bandwidth", "modes", "bars") and its
-    # keyword arguments; None for no figure.
+    # How plot.plot_results draws the record: a kind ("bandwidth", "modes", ...) and its options
     plot: dict[str, Any] | None = {"kind": "bandwidth"}
     peak: PeakBandwidth | None = None
     # The clock the run times by and the device's event clock verdict (run_experiment sets it).
     timing: Timing | None = None
-    # How long each point is timed (run_experiment sets both per run). ``adaptive``: the sweep
-    # times its points by them (``rule``); False for one that times a fixed number of repeats
-    # on purpose (timers) or nothing (peak), which --min-time-s is then refused for.
+    # How long each point is timed (run_experiment sets both). ``adaptive``: the sweep times by
+    # them; False for one timing a fixed number of repeats (timers) or nothing (peak).
     min_time_s: float = MIN_TIME_S
     policy: Policy = timing_policy.DEFAULT
     adaptive: bool = False
     order: int = 1000  # place in the catalogue: the source documents' order (timing first)
-    # True: the guide runs it in a process of its own (a kernel that spins on the device, builds
-    # a driver may abort on, another runtime beside OpenCL); False: it shares a worker.
+    # The guide's handling (guide/run.py, guide/lanes.py). isolate: a process of its own (a kernel
+    # that spins on the device, builds a driver may abort on, another runtime beside OpenCL).
+    # quiet: host work disturbs what it measures (bus, clocks), so no lane works beside it.
+    # host_bound: most of its seconds on a GPU are the host's, so the lanes start it first.
     isolate: bool = False
-    # True: host work disturbs what it measures (bus, clocks): no lane works beside it (turns.py)
     quiet: bool = False
-    # True: most of its seconds on a GPU are the host's (NumPy references over large inputs,
-    # many builds): the guide's lanes start it first, so a run does not end waiting on its host
-    # work while the device stands idle (guide/lanes.py).
     host_bound: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
