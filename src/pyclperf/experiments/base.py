@@ -81,13 +81,11 @@ class Sweep(ABC):
     policy: Policy = timing_policy.DEFAULT
     adaptive: bool = False
     order: int = 1000  # place in the catalogue: the source documents' order (timing first)
-    # The guide's handling (guide/run.py, guide/lanes.py). isolate: a process of its own (a kernel
-    # that spins on the device, builds a driver may abort on, another runtime beside OpenCL).
-    # quiet: host work disturbs what it measures (bus, clocks), so no lane works beside it.
-    # host_bound: most of its seconds on a GPU are the host's, so the lanes start it first.
+    # True: the guide runs it in a process of its own (a kernel that spins on the device, builds
+    # a driver may abort on, another runtime beside OpenCL); False: it shares a worker.
     isolate: bool = False
+    # True: host work disturbs what it measures (bus, clocks): no lane works beside it (turns.py)
     quiet: bool = False
-    host_bound: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
