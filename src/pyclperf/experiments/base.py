@@ -70,13 +70,15 @@ class Sweep(ABC):
     x: str = ""
     x_label: str = ""
     guide: str = ""  # where in the source documents this comes from
-    # How plot.plot_results draws the record: a kind ("bandwidth", "modes", ...) and its options
+    # How plot.plot_results draws the record: a kind ("bandwidth", "modes", "bars") and its
+    # keyword arguments; None for no figure.
     plot: dict[str, Any] | None = {"kind": "bandwidth"}
     peak: PeakBandwidth | None = None
     # The clock the run times by and the device's event clock verdict (run_experiment sets it).
     timing: Timing | None = None
-    # How long each point is timed (run_experiment sets both). ``adaptive``: the sweep times by
-    # them; False for one timing a fixed number of repeats (timers) or nothing (peak).
+    # How long each point is timed (run_experiment sets both per run). ``adaptive``: the sweep
+    # times its points by them (``rule``); False for one that times a fixed number of repeats
+    # on purpose (timers) or nothing (peak), which --min-time-s is then refused for.
     min_time_s: float = MIN_TIME_S
     policy: Policy = timing_policy.DEFAULT
     adaptive: bool = False
