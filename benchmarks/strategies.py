@@ -325,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
                         "instead of computed again (seeded replays give the same trajectories)")
     p.add_argument("--replot", action="store_true", help="report --out's runs.jsonl again")
     args = p.parse_args(argv)
+    if args.first_seed < 0 or args.seeds < 1:
+        p.error(f"--first-seed must be at least 0 and --seeds at least 1, got {args.first_seed} "
+                f"and {args.seeds}")
     if args.replot:
         runs = [json.loads(line) for line in open(Path(args.out) / "runs.jsonl")]
     else:
