@@ -57,3 +57,14 @@ def test_the_seeds_can_start_past_those_a_design_was_chosen_on(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert runs and sorted({r["seed"] for r in runs}) == [90, 91]
+
+
+def test_a_negative_first_seed_is_refused_in_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "strategies.py"), "--first-seed", "-1",
+         "--kt", "none", "--out", str(tmp_path / "x")],
+        capture_output=True, text=True, timeout=120, env={"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith(
+        "--first-seed must be at least 0 and --seeds at least 1, got -1 and 30")
+    assert not (tmp_path / "x").exists()  # refused before anything ran
