@@ -130,6 +130,7 @@ class HeldOnly:
         import os
 
         self.turns._take, self.turns._give = self.real  # type: ignore[assignment]
+        self.turns._state.close()  # the profile's lock files (their folder is dropped next)
         if self.saved is None:
             os.environ.pop(self.turns.TURNS_ENV, None)
         else:
