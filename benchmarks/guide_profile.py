@@ -7,7 +7,9 @@ and timing, transfers: the device and its driver), NumPy, matplotlib and the res
 then the functions with the most time of their own. The split is what decides how a faster
 guide is to be had: a run bound by the device needs smaller sweeps, one bound by the host needs
 its host work moved or shared. NumPy's operators (a - b on arrays) count as their caller's own
-time, so a check's arithmetic shows under the experiment's function, not under NumPy.
+time, so a check's arithmetic shows under the experiment's function, not under NumPy. From
+Python 3.12 on, cProfile sees every thread (it works through sys.monitoring), so the split sums
+the host's helper threads too and can exceed the wall time; each record says which it saw.
 
     python benchmarks/guide_profile.py --device nvidia --mode default --out prof [--only a,b]
 
@@ -31,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from pyclperf.guide.run import QUICK_ARGS, RUN_ARGS, THOROUGH_ARGS, experiment_ids
+
+# What cProfile follows: the main thread before Python 3.12, every thread from 3.12 on.
+THREADS_PROFILED = "all" if sys.version_info >= (3, 12) else "main"
 
 
 def split(stats: pstats.Stats) -> dict[str, float]:
@@ -177,7 +182,8 @@ def profile_one(name: str, out: Path, device: str | None, mode: str, top: int,
             "held_s": None if held_s is None else round(held_s, 2),
             "longest_spans": [f"{s:.3f} s from {a} to {b}" for s, a, b in spans],
             "builds_on_threads_s": round(builds.elsewhere, 2),
-            "split_s": {k: round(v, 2) for k, v in parts.items()}, "top": lines}
+            "split_s": {k: round(v, 2) for k, v in parts.items()},
+            "threads_profiled": THREADS_PROFILED, "top": lines}
 
 
 def main(argv: list[str] | None = None) -> int:
