@@ -11,10 +11,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import _core
-from ..device.turns import host_work
+from ..device.turns import host_only, host_work
 from ..measure.checks import POISON_U32, compare, poison_device, same_bits
 from ..measure.device_check import DeviceCheck
 from ..measure.results import OK, SKIPPED
+from ..measure.staging import read_back, write_from
 
 # The work-group size every experiment that takes one starts from (the CLI's --local-size).
 DEFAULT_LOCAL_SIZE = 256
@@ -168,12 +169,13 @@ def round_trip(src: Any, dst: Any, data: np.ndarray, run: Any, dtype: Any = None
                shape: Any = None) -> np.ndarray:
     """One verifying launch: ``data`` into ``src``, ``dst`` poisoned (so an element nobody wrote
     shows), ``run()``, and ``dst`` read back (``shape`` and ``dtype`` default to the data's)."""
-    src.write(np.ascontiguousarray(data))
+    write_from(src, data)
     poison_device(dst)
     run()
-    out = np.empty(data.shape if shape is None else shape, data.dtype if dtype is None else dtype)
-    dst.read(out)
-    return out
+    shape = data.shape if shape is None else shape
+    count = int(np.prod(shape, dtype=np.int64))
+    # A view of dst's pinned mirror on a GPU (measure.staging): valid until dst is read again.
+    return read_back(dst, data.dtype if dtype is None else dtype, count).reshape(shape)
 
 
 def check_copy(rng: np.random.Generator, src: Any, dst: Any, run: Any, span: int,
@@ -183,13 +185,13 @@ def check_copy(rng: np.random.Generator, src: Any, dst: Any, run: Any, span: int
     ``words``, random words drawn once by the caller for many points), ``dst`` poisoned,
     ``run()`` (one launch), then ``dst``'s first ``span`` words must equal the input at
     ``touched`` and still hold the poison everywhere else (a guard against stray writes)."""
-    data = (rng.integers(0, 2**32, size=span, dtype=np.uint32) if words is None
-            else np.ascontiguousarray(words[:span]))
-    src.write(data)
+    with host_only():
+        data = (rng.integers(0, 2**32, size=span, dtype=np.uint32) if words is None
+                else np.ascontiguousarray(words[:span]))
+    write_from(src, data)
     poison_device(dst)
     run()
-    out = np.empty(span, np.uint32)
-    dst.read(out)
+    out = read_back(dst, np.uint32, span)
     start, stop, step = touched.indices(span)
     if step == 1 and start <= stop:
         # A contiguous stretch: compared in place with the input and the poison around it, with

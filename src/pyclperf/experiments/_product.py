@@ -11,8 +11,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
+from ..device.turns import host_work
 from ..measure.checks import poison_device, product_reference, within_product
 from ..measure.results import OK
+from ..measure.staging import read_back, write_from
 from ._kit import FLOAT, pick
 from .base import Check, Experiment, Launch, noise_note
 
@@ -150,6 +152,7 @@ class Product(Experiment):
         return {"flops": self.flops(), "gflops": self.flops() / row["median_ns"],
                 "gflops_best": self.flops() / row["min_ns"]}
 
+    @host_work
     def reference(self) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
         """(the host inputs, C = A B in float64, its tolerance), drawn and computed once a run:
         every variant computes the same C from the same inputs, and the host's float64 products
@@ -162,11 +165,11 @@ class Product(Experiment):
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         host, want, tol = self.reference()
         for buf, data in zip(self.inputs, host):
-            buf.write(data)
+            write_from(buf, data)
         poison_device(self.out)
         launch.run()
-        got = np.empty(self.output_shape(), np.float32)
-        self.out.read(got)
+        shape = self.output_shape()
+        got = read_back(self.out, np.float32, int(np.prod(shape))).reshape(shape)
         return Check(*within_product(got, want, tol))
 
     # --- conclusions ----------------------------------------------------------------------

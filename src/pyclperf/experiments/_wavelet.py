@@ -24,8 +24,9 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare_close, gamma, max_abs_error, poison_device
-from ..device.turns import host_work
+from ..device.turns import host_only, host_work
 from ..measure.parallel import map_chunks
+from ..measure.staging import read_back, write_from
 from ._kit import FLOAT
 from .base import Check, Launch
 
@@ -149,11 +150,12 @@ class WaveletStep:
     def check(self, variant: str, launch: Launch) -> Check:
         s = self.side
         pixels, want, tol = self.input()
-        got = np.empty_like(pixels)
         if variant == INTERLEAVED:
-            self.src.write(pixels)
+            write_from(self.src, pixels)
         elif variant == PLANAR:
-            self.src.write(np.ascontiguousarray(np.moveaxis(pixels, 2, 0)))
+            with host_only():
+                planes = np.ascontiguousarray(np.moveaxis(pixels, 2, 0))
+            write_from(self.src, planes)
         else:
             self.images[0].write(pixels)
             self.images[1].write(np.full((s, s, 4), POISON_U32, np.uint32).view(np.float32))
@@ -161,13 +163,12 @@ class WaveletStep:
             poison_device(self.dst)
         launch.run()
         if variant == "wavelet rgba float image":
+            got = np.empty_like(pixels)
             self.images[1].read(got)
         elif variant == "wavelet planar":
-            planes = np.empty((4, s, s), np.float32)
-            self.dst.read(planes)
-            got = np.moveaxis(planes, 0, 2)
+            got = np.moveaxis(read_back(self.dst, np.float32, 4 * s * s).reshape(4, s, s), 0, 2)
         else:
-            self.dst.read(got)
+            got = read_back(self.dst, pixels.dtype, pixels.size).reshape(pixels.shape)
         with np.errstate(invalid="ignore"):  # an unwritten value is the poison, a signalling NaN
             passed, detail = compare_close(got, want, tol, "transformed values")
         return Check(passed, detail, {"max_abs_error": max_abs_error(got, want)})

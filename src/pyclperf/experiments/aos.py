@@ -19,6 +19,7 @@ from ..measure.checks import POISON_U32, compare_close, max_abs_error, poison_de
 from ..device.turns import host_only, host_work
 from ..device.program import ceil_to
 from ..measure.results import OK, Results
+from ..measure.staging import read_back, write_from
 from ._kit import DEFAULT_LOCAL_SIZE, EPS32, pick, positive
 from .base import Check, Experiment, Launch, noise_note
 from .claims import Claim, Figure, ratio
@@ -195,11 +196,10 @@ class StructLayout(Experiment):
         p, want = self.particles()
         with host_only():  # packing and unpacking hundreds of MiB: the device's turn is given up
             packed = v.pack(p)
-        self.src.write(packed)
+        write_from(self.src, packed)
         poison_device(self.dst)
         launch.run()
-        raw = np.empty(self.n * v.stored_bytes // 4, np.float32)
-        self.dst.read(raw)
+        raw = read_back(self.dst, np.float32, self.n * v.stored_bytes // 4)
         with host_only():
             got, padding = v.unpack(raw, self.n)
             intact = bool((padding.view(np.uint32) == POISON_U32).all())

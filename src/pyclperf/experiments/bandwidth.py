@@ -45,6 +45,7 @@ from ..measure.checks import (FLT_MIN, POISON_U32, compare, compare_close, gamma
                       poison_pattern, random_bytes)
 from ..measure.results import OK, Results
 from ..measure.stats import MiB
+from ..measure.staging import read_back, write_from
 from ._kit import FLOAT, check_alloc, pick, table
 from .base import Check, Experiment, Launch, noise_note
 from .claims import Claim, Figure, NotMeasured, meta_number, row_se
@@ -304,7 +305,7 @@ class Bandwidth(Experiment):
             self._inputs[mode] = (data, reference)
         data, reference = self._inputs[mode]
         if self._loaded != mode:
-            self.src.write(data)
+            write_from(self.src, data)
             self._loaded = mode
         return reference
 
@@ -318,8 +319,7 @@ class Bandwidth(Experiment):
             kernel.set_scalar(1, value)  # fill(out, value, count): the rest as the launch bound it
             poison_device(self.dst)
             launch.run()
-            got = np.empty((self.nbytes + GUARD) // FLOAT, np.uint32)
-            self.dst.read(got)
+            got = read_back(self.dst, np.uint32)
             filled = self.nbytes // FLOAT
             ok, detail = compare(got[:filled], np.broadcast_to(value.view(np.uint32), filled),
                                  "filled floats")
@@ -330,8 +330,7 @@ class Bandwidth(Experiment):
         data, want = self._load("convert")
         poison_device(self.half)
         launch.run()
-        got = np.empty((self.nbytes // 2 + GUARD) // 2, np.uint16)
-        self.half.read(got)
+        got = read_back(self.half, np.uint16)
         ok, detail = compare(got[: data.size], want, "halves")
         if not ok:
             wrong = np.flatnonzero(got[: data.size] != want)

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
+from ..device.turns import host_only, host_work
 from ..theory.bankmodel import strided_degree
 from ..measure.checks import compare, poison_device
 from ..measure.results import OK, Results
@@ -106,6 +107,7 @@ class Banks(Experiment):
             "WORDS": self.words, "STEPS": self.steps, "PADDED": int(padded)})
         return program.kernel("strided_sum")
 
+    @host_work
     def expected(self, table: np.ndarray, stride: int) -> np.ndarray:
         """Each work-item's sum (uint32, wrapping), the same for every work-group."""
         lid = np.arange(self.local_size, dtype=np.int64)[:, None]
@@ -122,7 +124,8 @@ class Banks(Experiment):
                           columns={"loads": self.items * self.loads})
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
-        table = self.rng.integers(0, 2**32, self.words, dtype=np.uint32)
+        with host_only():
+            table = self.rng.integers(0, 2**32, self.words, dtype=np.uint32)
         self.table.write(table)
         poison_device(self.out)
         launch.run()

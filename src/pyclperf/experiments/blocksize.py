@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
+from ..device.turns import host_work
 from ..measure.checks import compare_close, poison_device
 from ..device.program import ceil_to
 from ..measure.results import OK, Results
@@ -181,6 +182,7 @@ class BlockSize(Experiment):
         self.c.read(got)
         return Check(*compare_close(got, want, tolerance, "elements of C"))
 
+    @host_work
     def matmul_input(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(A, B, the float64 product, the tolerance per element), drawn once a run."""
         if self._matmul is None:

@@ -16,8 +16,10 @@ import numpy as np
 from .. import _core
 from ..measure.checks import compare_close, max_abs_error, poison_device
 from ..measure.parallel import map_chunks
+from ..device.turns import host_work
 from ..device.program import ceil_to
 from ..measure.results import OK, Results
+from ..measure.staging import read_back, write_from
 from ._kit import (DEFAULT_LOCAL_SIZE, EPS32, FLOAT, check_image_side, image_bytes, no_images_reason,
                    pick, positive)
 from .base import Check, Experiment, Launch
@@ -102,6 +104,7 @@ class ConstantMemory(Experiment):
         self.rng = np.random.default_rng()
         self._input: tuple[np.ndarray, np.ndarray, np.ndarray, float] | None = None
 
+    @host_work
     def input(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         """(x, f, want, tolerance), drawn and computed once a run: every variant filters the
         same x with the same f, and the host's float64 filter of a 4096^2 image takes seconds."""
@@ -173,15 +176,14 @@ class ConstantMemory(Experiment):
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         x, f, want, tol = self.input()
-        self.x_buf.write(x)
+        write_from(self.x_buf, x)
         self.f_buf.write(f)
         if self.images:
             self.x_img.write(x)
             self.f_img.write(f.reshape(1, -1))
         poison_device(self.y_buf)
         launch.run()
-        y = np.empty_like(x)
-        self.y_buf.read(y)
+        y = read_back(self.y_buf, x.dtype, x.size).reshape(x.shape)
         return Check(*compare_close(y, want, tol, "outputs"), {"max_abs_error": max_abs_error(y, want)})
 
     def finish(self, results: Any) -> None:

@@ -40,9 +40,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
+from ..device.turns import host_only
 from ..measure.checks import compare_close, gamma, poison_device
 from ..theory.limits import estimate
 from ..measure.results import OK, WRONG, Results
+from ..measure.staging import write_from
 from ._kit import (DEFAULT_LOCAL_SIZE, FLOAT, by_variant, floats_to_sum, pick, positive,
                    probe_build, summed_floats, tree_local_size)
 from .base import Check, Experiment, Launch, noise_note
@@ -193,9 +195,10 @@ class GridSync(Experiment):
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         if self._input is None:  # every variant sums the same floats, drawn once
-            self._input = summed_floats(self.rng, self.items)
+            with host_only():
+                self._input = summed_floats(self.rng, self.items)
         x, want = self._input
-        self.src.write(x)
+        write_from(self.src, x)
         tol = gamma(launch.columns["rounding_chain"]) * want
         self.count.fill(np.zeros(1, np.uint32))
         got = np.empty(self.trials, np.float32)

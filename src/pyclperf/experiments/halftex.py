@@ -25,6 +25,7 @@ from ..measure.checks import compare, poison_device
 from ..device.turns import host_work
 from ..measure.parallel import map_chunks
 from ..measure.results import OK, Results
+from ..measure.staging import read_back, write_from
 from ._kit import (FLOAT, by_variant, check_image_side, conclude_variants,
                    image_bytes, no_images_reason, pick)
 from .base import Check, Experiment, Launch, noise_note
@@ -56,6 +57,7 @@ def shifted(x: np.ndarray, dx: int, dy: int) -> np.ndarray:
     return out
 
 
+@host_work
 def error_against(got: np.ndarray, exact: np.ndarray, bound: float) -> tuple[int, float]:
     """How many texels of ``got`` lie beyond ``bound`` relative (half of half's subnormal spacing
     absolute, where ``bound`` is set) from ``exact``, and the largest relative error among the
@@ -182,15 +184,14 @@ class HalfTexture(Experiment):
         x, half, want_float, want_half = self.inputs()
         v = point["variant"]
         if v == GLOBAL:
-            self.src.write(x)
+            write_from(self.src, x)
         elif v == FLOAT_IMAGE:
             self.images[v].write(x)
         else:
             self.images[v].write(half)
         poison_device(self.dst)
         launch.run()
-        got = np.empty_like(x)
-        self.dst.read(got)
+        got = read_back(self.dst, x.dtype, x.size).reshape(x.shape)
         want = want_half if v == HALF_IMAGE else want_float
         passed, detail = compare(got.view(np.uint32), want.view(np.uint32), "texels")
         # Below half's normal range (2^-14) its spacing is fixed at 2^-24: half of that absolute.

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare, drawn, poison_device, random_bytes
-from ..device.turns import host_work
+from ..device.turns import host_only, host_work
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, default_groups, pick, positive
 from .base import Check, Experiment, Launch
@@ -144,9 +144,11 @@ class Histogram(Experiment):
     def load(self, distribution: str) -> np.ndarray:
         """Write fresh input of ``distribution`` to the device (once per distribution); its counts."""
         if self._loaded is None or self._loaded[0] != distribution:
-            values = make_values(self.rng, distribution, self.items)
+            with host_only():
+                values = make_values(self.rng, distribution, self.items)
+                counts = np.bincount(values, minlength=BINS).astype(np.uint32)
             self.data.write(values)
-            self._loaded = (distribution, np.bincount(values, minlength=BINS).astype(np.uint32))
+            self._loaded = (distribution, counts)
         return self._loaded[1]
 
     def launch(self, point: dict[str, Any]) -> Launch:

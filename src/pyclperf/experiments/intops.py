@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare
-from ..device.turns import host_work
+from ..device.turns import host_only, host_work
 from ..measure.results import OK, Results
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import Throughput
@@ -183,17 +183,19 @@ class IntOps(Throughput):
             extra["rel_diff_other_literal"] = float(
                 np.max(np.abs(want.astype(np.float64) - other) / np.abs(want.astype(np.float64))))
             return compare(got.view(np.uint32), want.view(np.uint32), "results (float bits)")
-        seeds = self.rng.integers(0, 2**32, self.items, dtype=np.uint32)
+        with host_only():
+            seeds = self.rng.integers(0, 2**32, self.items, dtype=np.uint32)
         got = self._launch(kernel, seeds, np.uint32)
-        # An output still holding the poison was probably never written: always check those.
-        idx = self._sample(also=np.flatnonzero(got == POISON_U32))
-        want = int_reference(op, seeds[idx], self.iters, self.divisor, self.shift)
-        bad = np.flatnonzero(got[idx] != want)
-        if bad.size:
-            j = int(bad[0])
-            return False, (f"{bad.size} of {idx.size} checked sums differ; first at work-item "
-                           f"{int(idx[j])}: got {int(got[idx[j]])}, want {int(want[j])}")
-        return True, ""
+        with host_only():
+            # An output still holding the poison was probably never written: always check those.
+            idx = self._sample(also=np.flatnonzero(got == POISON_U32))
+            want = int_reference(op, seeds[idx], self.iters, self.divisor, self.shift)
+            bad = np.flatnonzero(got[idx] != want)
+            if bad.size:
+                j = int(bad[0])
+                return False, (f"{bad.size} of {idx.size} checked sums differ; first at work-item "
+                               f"{int(idx[j])}: got {int(got[idx[j]])}, want {int(want[j])}")
+            return True, ""
 
     def finish(self, results: Any) -> None:
         ok = {r["variant"]: r for r in results.rows if r.get("status") == OK}

@@ -11,7 +11,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ..measure.checks import ulp_error
-from ..device.turns import host_work
+from ..device.turns import host_only, host_work
 from ..measure.results import OK, WRONG, Results
 from ._kit import DEFAULT_LOCAL_SIZE, pick
 from ._throughput import EPS, HALF_EPS, Throughput, fmt
@@ -169,26 +169,27 @@ class MathFunctions(Throughput):
         shared = self._inputs(point)
         x, ref = shared.x, shared.ref
         got = self._launch(kernel, x, np.float32)
-        finite = np.isfinite(got)
-        ulps = ulp_error(got, ref)
-        abs_err = np.abs(got.astype(np.float64) - ref)
-        bound = PRECISE_ULP[point["function"]] if point["impl"] == "precise" else (
-            HALF_ULP if point["impl"] == "half" else RECIP_ULP if point["impl"] == "recip" else None)
-        max_ulp = float(ulps.max())
-        stats = {"samples": int(x.size), "nonfinite": int((~finite).sum()), "max_ulp": max_ulp,
-                 "mean_ulp": float(ulps[finite].mean()) if finite.any() else float("inf"),
-                 "max_abs_err": float(abs_err.max()) if finite.all() else float("inf"),
-                 "bound_ulp": bound}
-        if not finite.all():
-            first = int(np.flatnonzero(~finite)[0])
-            return False, (f"{stats['nonfinite']} of {x.size} results are not finite; first at {first}: "
-                           f"{point['call']}({x[first]!r}) gave {got[first]!r}"), stats
-        if bound is not None and max_ulp > bound:
-            worst = int(np.argmax(ulps))
-            return False, (f"max error {max_ulp:.3g} ulp exceeds the OpenCL C bound of "
-                           f"{bound:g} ulp: {point['call']}({x[worst]!r}) gave {got[worst]!r}, "
-                           f"float64 says {ref[worst]!r}"), stats
-        return True, "", stats
+        with host_only():
+            finite = np.isfinite(got)
+            ulps = ulp_error(got, ref)
+            abs_err = np.abs(got.astype(np.float64) - ref)
+            bound = PRECISE_ULP[point["function"]] if point["impl"] == "precise" else (
+                HALF_ULP if point["impl"] == "half" else RECIP_ULP if point["impl"] == "recip" else None)
+            max_ulp = float(ulps.max())
+            stats = {"samples": int(x.size), "nonfinite": int((~finite).sum()), "max_ulp": max_ulp,
+                     "mean_ulp": float(ulps[finite].mean()) if finite.any() else float("inf"),
+                     "max_abs_err": float(abs_err.max()) if finite.all() else float("inf"),
+                     "bound_ulp": bound}
+            if not finite.all():
+                first = int(np.flatnonzero(~finite)[0])
+                return False, (f"{stats['nonfinite']} of {x.size} results are not finite; first at {first}: "
+                               f"{point['call']}({x[first]!r}) gave {got[first]!r}"), stats
+            if bound is not None and max_ulp > bound:
+                worst = int(np.argmax(ulps))
+                return False, (f"max error {max_ulp:.3g} ulp exceeds the OpenCL C bound of "
+                               f"{bound:g} ulp: {point['call']}({x[worst]!r}) gave {got[worst]!r}, "
+                               f"float64 says {ref[worst]!r}"), stats
+            return True, "", stats
 
     def _verify_loop(self, kernel: Any, point: dict[str, Any], max_abs_err: float) -> tuple[bool, str]:
         """The loop's sums: all finite; a sample of them within a tolerance of the float64 sum.

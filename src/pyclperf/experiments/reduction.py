@@ -32,8 +32,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
+from ..device.turns import host_only
 from ..measure.checks import compare_close, gamma, poison_device
 from ..measure.results import OK, SKIPPED, Results
+from ..measure.staging import write_from
 from ._kit import (DEFAULT_LOCAL_SIZE, FLOAT, default_groups, pick, probe_build, summed_floats,
                    tree_local_size)
 from .base import Check, Experiment, Launch, noise_note
@@ -168,9 +170,10 @@ class Reduction(Experiment):
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         if self._input is None:  # every variant sums the same floats, drawn once
-            self._input = summed_floats(self.rng, self.items)
+            with host_only():
+                self._input = summed_floats(self.rng, self.items)
         data, want = self._input
-        self.data.write(data)
+        write_from(self.data, data)
         tolerance = gamma(launch.columns["rounding_chain"]) * want  # sum |x_i| = sum x_i: x >= 0
         poison_device(self.partial)
         poison_device(self.total)

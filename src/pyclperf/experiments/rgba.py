@@ -29,9 +29,10 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close, gamma, max_abs_error, poison_device
-from ..device.turns import host_work
+from ..device.turns import host_only, host_work
 from ..measure.parallel import map_chunks
 from ..measure.results import OK, SKIPPED, Results
+from ..measure.staging import read_back, write_from
 from ._kit import FLOAT, check_image_side, no_images_reason, pick
 from . import _wavelet
 from .base import Check, Experiment, Launch, noise_note
@@ -204,18 +205,20 @@ class Rgba(Experiment):
             return self.wavelet.check(v, launch)
         pixels, want, tol = self.gauss_input()
         if v == "interleaved":
-            self.src.write(pixels)
+            write_from(self.src, pixels)
         elif v == "planar":
-            self.src.write(np.ascontiguousarray(np.moveaxis(pixels, 2, 0)))
+            with host_only():
+                planes = np.ascontiguousarray(np.moveaxis(pixels, 2, 0))
+            write_from(self.src, planes)
         else:
-            rgba = np.concatenate([pixels, np.ones((self.side, self.side, 1), np.float32)], axis=2)
-            if v == "rgba half image":
-                rgba = rgba.astype(np.float16)  # exact: the pixels are float16 values
+            with host_only():
+                rgba = np.concatenate([pixels, np.ones((self.side, self.side, 1), np.float32)], axis=2)
+                if v == "rgba half image":
+                    rgba = rgba.astype(np.float16)  # exact: the pixels are float16 values
             self.images[v].write(np.ascontiguousarray(rgba))
         poison_device(self.dst)
         launch.run()
-        got = np.empty_like(pixels)
-        self.dst.read(got)
+        got = read_back(self.dst, pixels.dtype, pixels.size).reshape(pixels.shape)
         with np.errstate(invalid="ignore"):  # an unwritten value is the poison, a signalling NaN
             passed, detail = compare_close(got, want, tol, "filtered values")
         return Check(passed, detail, {"max_abs_error": max_abs_error(got, want)})

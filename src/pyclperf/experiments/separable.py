@@ -35,6 +35,7 @@ from ..measure.checks import compare_close, gamma, max_abs_error, poison_device
 from ..device.turns import host_only, host_work
 from ..measure.parallel import map_chunks
 from ..measure.results import OK, Results
+from ..measure.staging import read_back, write_from
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, pick, positive
 from .base import Check, Experiment, Launch
 from .claims import Claim, Figure, paired
@@ -221,11 +222,13 @@ class Separable(Experiment):
         if self._image is None:
             with host_only():
                 self._image = 2 * self.rng.random((self.height, self.width), dtype=np.float32) - 1
-            self.src.write(self._image)
+            write_from(self.src, self._image)
         if self._loaded is None or self._loaded[0] != radius:
             image, weights = self._image, gaussian_weights(radius)
-            tolerance = error_bound(weights, float(np.abs(image).max()))
-            self._loaded = (radius, self.ctx.to_device(weights), reference(image, weights), tolerance)
+            with host_only():
+                tolerance = error_bound(weights, float(np.abs(image).max()))
+                want = reference(image, weights)
+            self._loaded = (radius, self.ctx.to_device(weights), want, tolerance)
         return self._loaded[1:]
 
     def steps(self, radius: int, variant: str, weights: Any) -> list[tuple[Any, Any, Any]]:
@@ -251,8 +254,7 @@ class Separable(Experiment):
         poison_device(self.mid)
         poison_device(self.dst)
         launch.run()
-        got = np.empty((self.height, self.width), np.float32)
-        self.dst.read(got)
+        got = read_back(self.dst, np.float32, self.height * self.width).reshape(self.height, self.width)
         return Check(*compare_close(got, want, tolerance, "pixels"),
                      {"max_abs_error": max_abs_error(got, want)})
 

@@ -24,9 +24,10 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import FLT_MIN, POISON_U32, compare_ulp, poison_device, ulp32
-from ..device.turns import host_work
+from ..device.turns import host_only, host_work
 from ..measure.parallel import map_chunks
 from ..measure.results import OK, Results
+from ..measure.staging import read_back, write_from
 from ._kit import (FLOAT, by_variant, check_image_side, conclude_variants,
                    image_bytes, no_images_reason, pick)
 from .base import Check, Experiment, Launch, noise_note
@@ -147,22 +148,23 @@ class Surface(Experiment):
 
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         x, want, lo, hi = self.input()
-        self.src.write(x)
+        write_from(self.src, x)
         poison_device(self.dst)
         if self.img is not None:
             if self._poisoned is None:
                 self._poisoned = np.full((self.side, self.side), POISON_U32, np.uint32).view(np.float32)
             self.img.write(self._poisoned)
         launch.run()
-        got = np.empty_like(x)
         if point["variant"] == IMAGE:
+            got = np.empty_like(x)
             self.img.read(got)
         else:
-            self.dst.read(got)
-        if inside(got, lo, hi):
-            return Check(True, "")
-        with np.errstate(invalid="ignore"):  # an unwritten texel is the poison, a signalling NaN
-            return Check(*compare_ulp(got, want, 1.0, "texels"))  # the full account of a failure
+            got = read_back(self.dst, x.dtype, x.size).reshape(x.shape)
+        with host_only():
+            if inside(got, lo, hi):
+                return Check(True, "")
+            with np.errstate(invalid="ignore"):  # an unwritten texel is the poison, a signalling NaN
+                return Check(*compare_ulp(got, want, 1.0, "texels"))  # the full account of a failure
 
     def finish(self, results: Any) -> None:
         rows, ok = by_variant(results)

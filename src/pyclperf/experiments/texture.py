@@ -15,10 +15,11 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import compare_close, max_abs_error, poison_device
-from ..device.turns import host_work
+from ..device.turns import host_only, host_work
 from ..measure.parallel import map_chunks
 from ..device.program import ceil_to
 from ..measure.results import OK, Results
+from ..measure.staging import read_back, write_from
 from ._kit import (DEFAULT_LOCAL_SIZE, EPS32, FLOAT, check_image_side, image_bytes, no_images_reason,
                    pick, positive)
 from .base import Check, Experiment, Launch
@@ -178,7 +179,8 @@ class Texture(Experiment):
 
     def image(self) -> np.ndarray:
         if self._img is None:
-            self._img = self.rng.random((self.height, self.width), dtype=np.float32)
+            with host_only():
+                self._img = self.rng.random((self.height, self.width), dtype=np.float32)
         return self._img
 
     def want(self, v: TexVariant) -> np.ndarray:
@@ -251,13 +253,17 @@ class Texture(Experiment):
     def check(self, point: dict[str, Any], launch: Launch) -> Check:
         v = TEX_VARIANTS[point["variant"]]
         img = self.image()
-        self.src_buf.write(img)
+        write_from(self.src_buf, img)
         if self.src_img is not None:
             self.src_img.write(img)
         poison_device(self.out_buf)
         launch.run()
-        out = np.empty_like(img)
-        self.out_buf.read(out)
+        out = read_back(self.out_buf, img.dtype, img.size).reshape(img.shape)
+        return self._judge(v, img, out)
+
+    @host_work
+    def _judge(self, v: TexVariant, img: np.ndarray, out: np.ndarray) -> Check:
+        """The samples read back against the reference (host work, off the device's turn)."""
         want = self.want(v)
         tol = self.tolerance(v, img)
         passed, detail = compare_close(out, want, tol, "samples")

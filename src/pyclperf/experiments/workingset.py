@@ -31,7 +31,9 @@ import numpy as np
 
 from .. import _core
 from ..measure.checks import POISON_U32, compare, poison_device, random_bytes
+from ..device.turns import host_only, host_work
 from ..measure.results import OK, Results
+from ..measure.staging import read_back, write_from
 from ._chain import Cycle, cycle
 from ._kit import DEFAULT_LOCAL_SIZE, FLOAT, check_alloc, pick, positive
 from .base import Check, Experiment, Launch, noise_note
@@ -56,6 +58,7 @@ def default_sizes(info: Any) -> list[int]:
     return [1 << k for k in range(SMALLEST.bit_length() - 1, cap.bit_length())]
 
 
+@host_work
 def read_reference(words: np.ndarray, grid: int, iters: int) -> np.ndarray:
     """What ws_read writes: work-item g sums words[(g + j grid) % n] for j < iters, mod 2^32.
 
@@ -164,7 +167,7 @@ class WorkingSet(Experiment):
             self.pool = random_bytes(self.rng, max(self.sizes) // FLOAT * FLOAT).view(np.uint32)
         if not self.pool_in_src:
             self.chain = None
-            self.src.write(self.pool)
+            write_from(self.src, self.pool)
             self.pool_in_src = True
         return self.pool[:n]
 
@@ -199,8 +202,9 @@ class WorkingSet(Experiment):
     def install_chain(self, n: int) -> Cycle:
         """A fresh random cycle of n words into ``src`` and the chase's start into ``pos``."""
         self.pool_in_src = False
-        chain = cycle(self.rng, n)
-        self.src.write(chain.next)
+        with host_only():
+            chain = cycle(self.rng, n)
+        write_from(self.src, chain.next)
         self.pos.write(np.array([chain.after(0)], np.uint32))
         self.chain = chain
         return chain
@@ -246,8 +250,7 @@ class WorkingSet(Experiment):
         poison_device(self.dst)
         launch.run()
         span = min(n + GUARD, self.dst.nbytes // FLOAT)
-        got = np.empty(span, np.uint32)
-        self.dst.read(got)
+        got = read_back(self.dst, np.uint32, span)
         ok, detail = compare(got[:n], words, "copied words")
         if ok:
             ok, detail = compare(got[n:], np.full(span - n, POISON_U32, np.uint32),

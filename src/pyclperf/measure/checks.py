@@ -199,6 +199,7 @@ def _count_outside(got: np.ndarray, want: np.ndarray, atol: Any, rtol: Any) -> i
     return sum(map_chunks(count, g.size))
 
 
+@host_work
 def max_abs_error(got: np.ndarray, want: np.ndarray) -> float:
     """The largest |got - want| among finite differences (NaN where none is finite), a chunk at
     a time on the host's cores."""
@@ -314,6 +315,7 @@ def product_reference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndar
     return want, tol
 
 
+@host_work
 def within_product(got: np.ndarray, want: np.ndarray, tol: np.ndarray,
                    what: str = "elements of C") -> tuple[bool, str]:
     """Whether ``got`` lies within ``tol`` of ``want`` (product_reference's), a chunk at a time
