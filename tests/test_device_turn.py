@@ -29,12 +29,17 @@ def _lane(folder: str, log: str, name: str, rounds: int, quiet: bool, hold_s: fl
         with open(log, "a") as f:
             f.write(json.dumps([name, kind, begun, time.monotonic()]) + "\n")
 
+    from pyclperf.device.turns import quiet_now
+
     for _ in range(rounds):
-        with turn(quiet=quiet):
-            mark("quiet" if quiet else "device", lambda: time.sleep(hold_s))
+        with turn(quiet=quiet is True):
+            mark("quiet" if quiet is True else "device", lambda: time.sleep(hold_s))
             with host_only():
                 mark("host", lambda: time.sleep(host_s))
-            mark("quiet" if quiet else "device", lambda: time.sleep(hold_s))
+            if quiet == "now":  # the host kept quiet for a moment inside a plain turn
+                with quiet_now():
+                    mark("quiet", lambda: time.sleep(hold_s))
+            mark("quiet" if quiet is True else "device", lambda: time.sleep(hold_s))
 
 
 def _phases(log: Path) -> list[tuple[str, str, float, float]]:
@@ -84,6 +89,24 @@ def test_a_quiet_turn_keeps_other_host_work_out(tmp_path):
     for q in quiet:
         for o in others:
             assert not _overlap(q, o), (q, o)
+
+
+def test_quiet_now_keeps_other_host_work_out_for_its_moment(tmp_path):
+    # The event clock's check inside a plain turn: while it runs, no other lane measures or
+    # works on the host; the lane's plain phases around it still let their host work run.
+    phases = _run(tmp_path, [("q", 3, "now", 0.1, 0.05), ("a", 12, False, 0.01, 0.1),
+                             ("b", 12, False, 0.01, 0.1)])
+    moments = [p for p in phases if p[0] == "q" and p[1] == "quiet"]
+    others = [p for p in phases if p[0] != "q"]
+    assert len(moments) == 3 and len(others) == 72
+    for q in moments:
+        for o in others:
+            assert not _overlap(q, o), (q, o)
+    device = [p for p in phases if p[1] in ("device", "quiet")]
+    for i, x in enumerate(device):  # and the device is still held by one lane at a time
+        for y in device[i + 1:]:
+            if x[0] != y[0]:
+                assert not _overlap(x, y), (x, y)
 
 
 @pytest.fixture(autouse=True)

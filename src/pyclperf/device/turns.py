@@ -169,6 +169,28 @@ def host_only() -> Iterator[None]:
         _take()
 
 
+@contextlib.contextmanager
+def quiet_now() -> Iterator[None]:
+    """Inside a turn: the host kept quiet for the body as well (no other lane's host work runs
+    meanwhile), the turn taken again plainly after it. For a measurement of this process's own
+    host clock in the middle of an experiment: the event clock's check compares the two clocks,
+    and other lanes' NumPy on every core stretched its host times tenfold on the H200 (a copy of
+    1 MiB seen at 772 us), which read as an event clock that does not grow with the work. Outside
+    a turn, or in a quiet one already, the body simply runs."""
+    if not _state.holding or _state.quiet or _state.owner != threading.get_ident():
+        yield
+        return
+    _give()
+    _take(quiet=True)
+    _state.quiet = True
+    try:
+        yield
+    finally:
+        _state.quiet = False
+        _give(quiet=True)
+        _take()
+
+
 def host_work(fn: F) -> F:
     """``fn`` always runs as ``host_only``: for functions that only compute on the host (a
     reference, an input drawn, a comparison) and never touch a device."""
@@ -189,4 +211,4 @@ def held(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-__all__ = ["TURNS_ENV", "device_turn", "held", "host_only", "host_work"]
+__all__ = ["TURNS_ENV", "device_turn", "held", "host_only", "host_work", "quiet_now"]

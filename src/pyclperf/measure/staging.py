@@ -52,7 +52,7 @@ def staged(buffer: Any, nbytes: int, stage: bool | None = None) -> bool:
         return bool(stage)
     if nbytes < STAGE_MIN:
         return False
-    info = getattr(buffer.context, "info", None)
+    info = getattr(getattr(buffer, "context", None), "info", None)
     return bool(getattr(info, "is_gpu", False))
 
 
@@ -114,15 +114,16 @@ def write_from(buffer: Any, array: Any, offset: int = 0, stage: bool | None = No
     """``buffer``'s bytes from ``offset`` := ``array``'s: through the write mirror where the
     transfer is staged (the copy into it made as host work, off the device's turn)."""
     a = np.asarray(array)
-    if not (staged(buffer, a.nbytes, stage) and _plain(a)):
-        buffer.write(np.ascontiguousarray(a), offset)
-        return
-    if offset < 0 or offset + a.nbytes > buffer.nbytes:
-        buffer.write(a, offset)  # the plain call, which names the misfit in its error
+    # The plain call, as the caller would have made it: which also names a misfit in its error.
+    plain = (lambda: buffer.write(np.ascontiguousarray(a), offset)) if offset else \
+        (lambda: buffer.write(np.ascontiguousarray(a)))
+    if not (staged(buffer, a.nbytes, stage) and _plain(a)) or offset < 0 \
+            or offset + a.nbytes > buffer.nbytes:
+        plain()
         return
     mirror = _mirror(buffer, "write", offset + a.nbytes)
-    if mirror is None:  # the driver refused the pinned memory: the plain transfer
-        buffer.write(a, offset)
+    if mirror is None:  # the first transfer, or the driver refused the pinned memory
+        plain()
         return
     view = mirror[offset: offset + a.nbytes]
     with host_only():
