@@ -35,7 +35,8 @@ def test_p2p_every_path_is_verified_on_a_loopback_pair(ctx):
     res = run_experiment(exp, warmup=1, repeats=2)
     assert {r["direction"] for r in res.rows} == {"A->B", "B->A"}
     assert {r["path"] for r in res.rows} == PATHS and len(res.rows) == 2 * 2 * len(PATHS)
-    assert all(r["status"] == "ok" and r["verified"] and r["gbps"] > 0 for r in res.rows), res.rows
+    assert all(r["status"] == "ok" and r["verified"] and r["gbps"] > 0 for r in res.rows), \
+        [(r["mode"], r["size_bytes"], r["status"], r.get("error"), r.get("gbps")) for r in res.rows]
     assert res.meta["loopback"] is True and "loopback" in res.meta["conclusion"]
 
 

@@ -95,8 +95,24 @@ def test_a_kernel_that_never_converges_stops_at_a_cap_and_says_so():
 
 def test_no_interval_goal_times_exactly_the_samples_asked():
     k = _Kernel(0.5)
-    s = timing.collect(k, [64], None, warmup=1, policy=timing_policy.QUICK)
+    s = timing.collect(k, [64], None, warmup=1, policy=Policy(min_samples=2, rel_target=None))
     assert k.rounds == [(1, 2)] and s.stopped == timing.ENOUGH
+
+
+class _LongKernel(_Kernel):
+    """The stand-in at a millisecond a launch."""
+
+    def time(self, g, local, *, warmup, repeats, method="events"):
+        return 1000.0 * super().time(g, local, warmup=warmup, repeats=repeats, method=method)
+
+
+def test_quick_times_two_launches_or_half_a_millisecond_of_kernel_time():
+    short, long = _Kernel(0.1), _LongKernel(0.1)
+    s = timing.collect(short, [64], None, warmup=1, policy=timing_policy.QUICK)
+    assert s.times.sum() >= timing_policy.QUICK_MIN_TIME_S * 1e9 and len(s.times) > 100
+    assert s.stopped == timing.ENOUGH
+    s = timing.collect(long, [64], None, warmup=1, policy=timing_policy.QUICK)
+    assert long.rounds == [(1, 2)] and len(s.times) == 2
 
 
 def test_experiments_and_the_tuner_share_one_rule():

@@ -329,12 +329,15 @@ def run_experiment(
     except ValueError as exc:
         raise _core.InvalidArgumentError(str(exc)) from None
     repeats = rule.min_samples if repeats is None else repeats
+    time_asked = min_time_s is not None
     min_time_s = rule.min_time_s if min_time_s is None else min_time_s
     if repeats < 1 or warmup < 0:
         raise _core.InvalidArgumentError(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
     if min_time_s < 0:
         raise _core.InvalidArgumentError(f"min_time_s must be >= 0, got {min_time_s}")
     ceilings = experiment.peak = peak or experiment.peak or theoretical(experiment.ctx)
+    if not experiment.adaptive and min_time_s > 0 and not time_asked:
+        min_time_s = 0.0  # the policy's own floor (quick's): a fixed-repeats sweep has none
     if not experiment.adaptive and min_time_s > 0:
         raise _core.InvalidArgumentError(
             f"{experiment.id} times a fixed number of repeats (--repeats): a minimum time per "

@@ -178,7 +178,8 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
                    help="when a point's timing stops: default: once the 95%% confidence interval on "
                         "the median is within 1%% of it (at least 10 launches, at most 0.25 s); "
                         "thorough: ten times that measurement (within 0.32%%, at least 100, at most "
-                        "2.5 s); quick: two launches, no interval goal (the default with --quick)")
+                        "2.5 s); quick: two launches, or more to fill half a millisecond of kernel "
+                        "time, no interval goal (the default with --quick)")
     r.add_argument("--quick", action="store_true",
                    help="a quick run: --timing quick, one warm-up, and the experiment's smaller "
                         "sizes or fewer points where its verdict does not need the defaults (the "
