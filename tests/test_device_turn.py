@@ -164,6 +164,29 @@ def test_lanes_for_a_device(monkeypatch):
     assert n == 1 and "could not be looked up" in why
 
 
+def test_lanes_start_the_host_bound_experiments_first():
+    from pyclperf.experiments import get
+    from pyclperf.guide.lanes import run_in_lanes, start_order
+    from pyclperf.guide.run import experiment_ids
+
+    ids = experiment_ids()
+    bound = [n for n in ids if get(n).host_bound]
+    assert {"intops", "math", "separable"} <= set(bound)  # the slowest hosts' work of a quick run
+    order = [ids[i] for i in start_order(ids)]
+    assert sorted(order) == sorted(ids)
+    assert order[:len(bound)] == bound  # first, in catalogue order
+    assert order[len(bound):] == [n for n in ids if n not in bound]
+    # An id that is not an experiment keeps its place among the rest.
+    assert start_order(["offset", "mine", "math"]) == [2, 0, 1]
+    # One lane starts them in that order; the outcomes still come back in the order given.
+    started: list[str] = []
+    done, stopped = run_in_lanes(["offset", "intops", "stride"], 1,
+                                 lambda name, allowed: started.append(name) or name.upper(),
+                                 lambda: 10.0, lambda outcome: None, lambda name: None, lambda: None)
+    assert started == ["intops", "offset", "stride"]
+    assert done == ["OFFSET", "INTOPS", "STRIDE"] and not stopped
+
+
 @pytest.mark.device
 @pytest.mark.slow  # 10-15 s on an H200 beside the other tests
 def test_the_guide_in_two_lanes_runs_every_experiment_in_catalogue_order(ctx, tmp_path, monkeypatch):

@@ -115,6 +115,7 @@ def aos_over_soa(results: Results) -> Figure:
 
 class StructLayout(Experiment):
     id = "aos"
+    host_bound = True  # its references and checks: most of its seconds on a GPU
     description = ("a particle update in AoS, float2-read AoS, a 16-byte aligned struct, SoA, SoAoS and "
                    "AoSoA (Tradeoffs; `--size` is the particle count)")
     order = 80

@@ -140,7 +140,7 @@ def read_over_reference(results: Results) -> Figure:
 
 
 class Bandwidth(Experiment):
-    id = "bandwidth"
+    id, host_bound = "bandwidth", True  # host_bound: its checks are most of its seconds on a GPU
     description = ("read-only (a sum), write-only (a fill) and float-to-half bandwidth over work-group "
                    "sizes and grid-stride grids, the fastest launch shape found, beside another "
                    "tool's read on the same device where one is on record "

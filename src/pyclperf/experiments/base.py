@@ -12,10 +12,10 @@ An experiment (``Experiment``) declares:
 * optionally ``skip(point)``: why a point cannot run here (a missing feature), else None.
 
 The base class does the rest, once: skipping, the launch check (the core's validate_launch),
-verifying, adaptive timing (measure.timing.time_steps: rounds of back-to-back launches until the
-median's confidence interval is narrow enough, measure.timing_policy), the row (statistics,
-bandwidth, operations per second, spread, ``noisy``) and its status (measure.results). Sweeps
-timing other than kernel launches (transfers, batching, timers, peak) write ``measure``.
+verifying, adaptive timing (measure.timing.time_steps: rounds of launches until the median's
+confidence interval is narrow enough, measure.timing_policy), the row (statistics, bandwidth,
+operations per second, spread, ``noisy``) and its status (measure.results). Sweeps timing
+other than kernel launches (transfers, batching, timers, peak) write ``measure``.
 """
 
 from __future__ import annotations
@@ -70,8 +70,7 @@ class Sweep(ABC):
     x: str = ""
     x_label: str = ""
     guide: str = ""  # where in the source documents this comes from
-    # How plot.plot_results draws the record: a kind ("bandwidth", "modes", "bars") and its
-    # keyword arguments; None for no figure.
+    # How plot.plot_results draws the record: a kind ("bandwidth", "modes", "bars"), its options.
     plot: dict[str, Any] | None = {"kind": "bandwidth"}
     peak: PeakBandwidth | None = None
     # The clock the run times by and the device's event clock verdict (run_experiment sets it).
@@ -83,11 +82,12 @@ class Sweep(ABC):
     policy: Policy = timing_policy.DEFAULT
     adaptive: bool = False
     order: int = 1000  # place in the catalogue: the source documents' order (timing first)
-    # True: the guide runs it in a process of its own (a kernel that spins on the device, builds
-    # a driver may abort on, another runtime beside OpenCL); False: it shares a worker.
+    # The guide's handling (guide/run.py, lanes.py). isolate: a process of its own (a kernel that
+    # spins, builds a driver may abort on, another runtime). quiet: host work disturbs what it
+    # measures (bus, clocks): no lane works beside it. host_bound: the lanes start it first.
     isolate: bool = False
-    # True: host work disturbs what it measures (bus, clocks): no lane works beside it (turns.py)
     quiet: bool = False
+    host_bound: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -204,8 +204,7 @@ class Launch:
 
 @dataclass
 class Check:
-    """The verdict on one point: whether it passed, what differed, and extra columns (errors,
-    tolerances) for the row."""
+    """The verdict on one point: whether it passed, what differed, extra columns for the row."""
 
     passed: bool
     detail: str = ""
@@ -329,15 +328,13 @@ def run_experiment(
     except ValueError as exc:
         raise _core.InvalidArgumentError(str(exc)) from None
     repeats = rule.min_samples if repeats is None else repeats
-    time_asked = min_time_s is not None
-    min_time_s = rule.min_time_s if min_time_s is None else min_time_s
+    if min_time_s is None:  # the policy's own floor (quick's); a fixed-repeats sweep has none
+        min_time_s = rule.min_time_s if experiment.adaptive else 0.0
     if repeats < 1 or warmup < 0:
         raise _core.InvalidArgumentError(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
     if min_time_s < 0:
         raise _core.InvalidArgumentError(f"min_time_s must be >= 0, got {min_time_s}")
     ceilings = experiment.peak = peak or experiment.peak or theoretical(experiment.ctx)
-    if not experiment.adaptive and min_time_s > 0 and not time_asked:
-        min_time_s = 0.0  # the policy's own floor (quick's): a fixed-repeats sweep has none
     if not experiment.adaptive and min_time_s > 0:
         raise _core.InvalidArgumentError(
             f"{experiment.id} times a fixed number of repeats (--repeats): a minimum time per "

@@ -108,6 +108,7 @@ def division_over_shift(results: Results) -> Figure:
 
 class IntOps(Throughput):
     id = "intops"
+    host_bound = True  # its references and checks: most of its seconds on a GPU
     description = ("`/` and `%` by a power of two vs shift and mask, `mul24` vs a 32-bit multiply, "
                    "`0.999` vs `0.999f` (Guide 5.1; `--size` is work-items)")
     order = 190

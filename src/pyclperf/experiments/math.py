@@ -87,6 +87,7 @@ def precise_over_native(results: Results) -> Figure:
 
 class MathFunctions(Throughput):
     id = "math"
+    host_bound = True  # its references and checks: most of its seconds on a GPU
     description = ("sin, cos, exp, log, rsqrt against `native_` and `half_` (and rsqrt against "
                    "`1.0f/sqrt`): Gop/s and ULP error vs "
                    "float64 held to the OpenCL C bounds (Guide 5.1.4; `--size` is work-items)")

@@ -133,6 +133,7 @@ def two_pass_over_tile(results: Results) -> Figure:
 
 class Separable(Experiment):
     id = "separable"
+    host_bound = True  # its references and checks: most of its seconds on a GPU
     description = ("a Gaussian of radius 2..16 as two global passes vs one fused kernel on a local tile "
                    "plus halo (Quasar 9.2.3.2; `--size` is the image width)")
     order = 240
