@@ -63,6 +63,16 @@ def test_the_figures_and_the_block_say_what_was_met(script):
     assert "1 of 2 experiments agree; differ: b" in text
     assert "`make gpu-check` | 100.0 s, 500 passed, 3 skipped | <= 120 s, 0 failed | yes" in text
     assert "1.010x" in text and "0.970x" in text and "commit abc" in text
+    # An experiment a stopped thorough run left is compared between the other two modes only,
+    # and the block says so: the criterion wants every mode.
+    docs["quick"] = doc({"a": "holds", "b": "changed"})
+    docs["thorough"] = {"experiments": [{"experiment": "a", "verdict": "holds", "status": "passed",
+                                         "seconds": 1.0},
+                                        {"experiment": "b", "verdict": "holds", "status": "timed out",
+                                         "seconds": 1.0}]}
+    fig, block = script.summarize(stages, docs, None, {}, "abc", 1.0)
+    assert fig["verdicts_compared"] == 2 and fig["verdicts_in_every_mode"] == 1
+    assert "2 of 2 experiments agree (1 of them in every mode) | all 34 | no |" in "\n".join(block)
     # An experiment a stopped run never reached is no disagreement.
     docs["quick"] = doc({"a": "holds", "b": "not run"}, status="not run (interrupted)")
     fig, _ = script.summarize(stages, docs, None, {}, "abc", 1.0)
