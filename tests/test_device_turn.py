@@ -140,11 +140,13 @@ def test_host_work_runs_the_function_and_returns_its_value(tmp_path, monkeypatch
     assert double(2) == 4  # outside a turn: just the function
 
 
-def test_lanes_for_a_device(monkeypatch):
+def test_lanes_for_a_device(monkeypatch, tmp_path):
     from pyclperf.device import devices
     from pyclperf.guide.lanes import lanes_for
 
     class Info:
+        platform_name, vendor, name, driver_version = "P", "V", "a device nobody has", "0"
+
         def __init__(self, kind):
             self.type = kind
 
@@ -155,6 +157,21 @@ def test_lanes_for_a_device(monkeypatch):
     assert lanes_for(None, cpus=8)[0] == 4
     assert lanes_for(None, cpus=2)[0] == 1
     assert lanes_for(None, method="host", cpus=16)[0] == 1
+
+    # A GPU whose event clock failed its check (the verdict cached): auto times by the host's
+    # clock, which other lanes' host work would move, so one lane.
+    from pyclperf.device import clocks
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    clocks.forget()
+    info = Info("GPU")
+    clocks._write_cache(clocks._key(info), clocks.EventClock(False, ("stands still",), 1, (), "d", "0", "t"))
+    n, why = lanes_for(None, cpus=16)
+    assert n == 1 and "event clock failed its check" in why
+    assert lanes_for(None, method="events", cpus=16)[0] == 6  # events asked for: lanes as ever
+    clocks._write_cache(clocks._key(info), clocks.EventClock(True, (), 1, (), "d", "0", "t"))
+    assert lanes_for(None, cpus=16)[0] == 6
+    clocks.forget()
 
     def missing(spec=None):
         raise ValueError("no such device")

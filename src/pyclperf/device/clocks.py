@@ -149,19 +149,10 @@ def event_clock(ctx: Any, *, refresh: bool = False) -> EventClock:
     else measured now (``refresh``: measured now whatever is remembered) and remembered."""
     key = _key(ctx.info)
     if not refresh:
-        if key in _checked:
-            return _checked[key]
-        stored = _read_cache().get(key)
-        if stored is not None:
-            try:
-                clock = EventClock(stored["usable"], tuple(stored["problems"]),
-                                   int(stored["resolution_ns"]), tuple(stored["rungs"]),
-                                   stored["device"], stored["driver"], stored["checked"], True)
-            except (KeyError, TypeError, ValueError):
-                clock = None  # an entry of another shape: measure again
-            if clock is not None:
-                _checked[key] = clock
-                return clock
+        clock = remembered(ctx.info)
+        if clock is not None:
+            _checked[key] = clock
+            return clock
     try:
         with quiet_now():  # the host clock's side of the check, with no other lane's work beside it
             clock = measure_event_clock(ctx)
@@ -174,6 +165,24 @@ def event_clock(ctx: Any, *, refresh: bool = False) -> EventClock:
     _checked[key] = clock
     _write_cache(key, clock)
     return clock
+
+
+def remembered(info: Any) -> EventClock | None:
+    """The verdict this process or the cache file holds for the device ``info`` describes,
+    without measuring (None where there is none): for choices made before a context exists,
+    such as the guide's lanes."""
+    key = _key(info)
+    if key in _checked:
+        return _checked[key]
+    stored = _read_cache().get(key)
+    if stored is None:
+        return None
+    try:
+        return EventClock(stored["usable"], tuple(stored["problems"]), int(stored["resolution_ns"]),
+                          tuple(stored["rungs"]), stored["device"], stored["driver"],
+                          stored["checked"], True)
+    except (KeyError, TypeError, ValueError):
+        return None  # an entry of another shape: measured again when a run needs it
 
 
 def forget() -> None:

@@ -46,8 +46,16 @@ def lanes_for(device: str | None, method: str = "auto", cpus: int | None = None)
         return 1, f"one lane: the device could not be looked up here ({type(exc).__name__})"
     if "GPU" not in str(info.type) and "ACCELERATOR" not in str(info.type):
         return 1, "one lane: a CPU device runs on the host's cores, which other lanes' work would take"
+    from ..device.clocks import remembered
+
+    clock = remembered(info)
+    if method == "auto" and clock is not None and not clock.usable:
+        # auto then times by the host's clock, which other lanes' host work moves (on the H200 a
+        # clock judged under load made the quick guide's banks and texture verdicts change).
+        return 1, ("one lane: the device's event clock failed its check, so the host's clock "
+                   "times every point, and other lanes' host work would move it")
     cores = cpus if cpus is not None else host_cores()
-    lanes = most_lanes(method, cores)
+    lanes = most_lanes(cpus=cores)
     return lanes, (f"{lanes} lanes on {cores} host cores, taking turns at the device" if lanes > 1
                    else f"one lane: {cores} host cores")
 
