@@ -63,6 +63,8 @@ def test_the_figures_and_the_block_say_what_was_met(script):
     assert "1 of 2 experiments agree; differ: b" in text
     assert "`make gpu-check` | 100.0 s, 500 passed, 3 skipped | <= 120 s, 0 failed | yes" in text
     assert "1.010x" in text and "0.970x" in text and "commit abc" in text
+    # The 600 s target is the check's own stages'; the thorough run (200 s of the 500) is beside.
+    assert "the check's stages 300 s (target <= 600 s), 500 s with the thorough run." in text
     # An experiment a stopped thorough run left is compared between the other two modes only,
     # and the block says so: the criterion wants every mode.
     docs["quick"] = doc({"a": "holds", "b": "changed"})
