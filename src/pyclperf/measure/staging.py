@@ -3,13 +3,13 @@
 A verified point reads its outputs back, hundreds of MiB at the guide's GPU sizes, and many
 points upload fresh inputs. From ordinary (pageable) NumPy memory a GPU's driver copies through
 a pinned area of its own, and a freshly allocated array adds a page fault per page on first
-touch: on the H200 reading 256 MiB back into a new ``np.empty`` array held the device for about
-75 ms, where the transfer experiment moves it in 5 ms from pinned memory (pageable 11-13 GB/s,
-pinned 52-54 GB/s). In the guide's lanes that time is the device's turn, which bounds the run.
+touch: on the H200 reading 256 MiB back into a new ``np.empty`` array took 102 ms, into pinned
+memory 5 ms (the transfer experiment: pageable 11-13 GB/s, pinned 52-54 GB/s). In the guide's
+lanes that time is the device's turn, which bounds the run.
 
-So a device buffer moved in bulk gets pinned host *mirrors* of its own, made on first use and
-kept while the buffer lives: one it is read into, one it is written from (apart, so that a
-read's result survives a later write of the same buffer). A mirror covers the buffer's bytes
+So a device buffer moved in bulk gets pinned host *mirrors* of its own, kept while the buffer
+lives: one it is read into, one it is written from (apart, so that a read's result survives a
+later write of the same buffer). A mirror covers the buffer's bytes
 up to the end of the largest transfer so far, rounded up to a power of two, not the whole
 buffer: a copy sweep allocates for its largest stride and checks a few MiB of it. And a mirror
 is made at a buffer's second transfer on that side, not its first: pinning memory is slow (on
