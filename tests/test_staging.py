@@ -36,6 +36,12 @@ def test_a_read_back_is_exactly_the_device_s_bytes_at_any_offset(ctx, rng):
     np.testing.assert_array_equal(part, want[100:].view(np.uint16)[:7])
     floats = staging.read_back(buf, np.float32, count=3, offset=8, stage=True)
     np.testing.assert_array_equal(floats.view(np.uint32), want[2:5])
+    for stage in (False, True):  # a shape instead of a count, on either path
+        grid = staging.read_back(buf, np.uint32, shape=(7, 3), offset=4, stage=stage)
+        assert grid.shape == (7, 3)
+        np.testing.assert_array_equal(grid, want[1:22].reshape(7, 3))
+    with pytest.raises(pyclperf.InvalidArgumentError, match="a count or a shape, not both"):
+        staging.read_back(buf, np.uint32, 21, shape=(7, 3))
 
 
 def test_only_a_buffer_moved_again_gets_a_mirror(ctx, rng):

@@ -172,10 +172,9 @@ def round_trip(src: Any, dst: Any, data: np.ndarray, run: Any, dtype: Any = None
     write_from(src, data)
     poison_device(dst)
     run()
-    shape = data.shape if shape is None else shape
-    count = int(np.prod(shape, dtype=np.int64))
     # A view of dst's pinned mirror on a GPU (measure.staging): valid until dst is read again.
-    return read_back(dst, data.dtype if dtype is None else dtype, count).reshape(shape)
+    return read_back(dst, data.dtype if dtype is None else dtype,
+                     shape=data.shape if shape is None else shape)
 
 
 def check_copy(rng: np.random.Generator, src: Any, dst: Any, run: Any, span: int,

@@ -168,8 +168,7 @@ class Product(Experiment):
             write_from(buf, data)
         poison_device(self.out)
         launch.run()
-        shape = self.output_shape()
-        got = read_back(self.out, np.float32, int(np.prod(shape))).reshape(shape)
+        got = read_back(self.out, np.float32, shape=self.output_shape())
         return Check(*within_product(got, want, tol))
 
     # --- conclusions ----------------------------------------------------------------------

@@ -166,9 +166,9 @@ class WaveletStep:
             got = np.empty_like(pixels)
             self.images[1].read(got)
         elif variant == "wavelet planar":
-            got = np.moveaxis(read_back(self.dst, np.float32, 4 * s * s).reshape(4, s, s), 0, 2)
+            got = np.moveaxis(read_back(self.dst, np.float32, shape=(4, s, s)), 0, 2)
         else:
-            got = read_back(self.dst, pixels.dtype, pixels.size).reshape(pixels.shape)
+            got = read_back(self.dst, pixels.dtype, shape=pixels.shape)
         with np.errstate(invalid="ignore"):  # an unwritten value is the poison, a signalling NaN
             passed, detail = compare_close(got, want, tol, "transformed values")
         return Check(passed, detail, {"max_abs_error": max_abs_error(got, want)})

@@ -183,7 +183,7 @@ class ConstantMemory(Experiment):
             self.f_img.write(f.reshape(1, -1))
         poison_device(self.y_buf)
         launch.run()
-        y = read_back(self.y_buf, x.dtype, x.size).reshape(x.shape)
+        y = read_back(self.y_buf, x.dtype, shape=x.shape)
         return Check(*compare_close(y, want, tol, "outputs"), {"max_abs_error": max_abs_error(y, want)})
 
     def finish(self, results: Any) -> None:

@@ -191,7 +191,7 @@ class HalfTexture(Experiment):
             self.images[v].write(half)
         poison_device(self.dst)
         launch.run()
-        got = read_back(self.dst, x.dtype, x.size).reshape(x.shape)
+        got = read_back(self.dst, x.dtype, shape=x.shape)
         want = want_half if v == HALF_IMAGE else want_float
         passed, detail = compare(got.view(np.uint32), want.view(np.uint32), "texels")
         # Below half's normal range (2^-14) its spacing is fixed at 2^-24: half of that absolute.

@@ -218,7 +218,7 @@ class Rgba(Experiment):
             self.images[v].write(np.ascontiguousarray(rgba))
         poison_device(self.dst)
         launch.run()
-        got = read_back(self.dst, pixels.dtype, pixels.size).reshape(pixels.shape)
+        got = read_back(self.dst, pixels.dtype, shape=pixels.shape)
         with np.errstate(invalid="ignore"):  # an unwritten value is the poison, a signalling NaN
             passed, detail = compare_close(got, want, tol, "filtered values")
         return Check(passed, detail, {"max_abs_error": max_abs_error(got, want)})

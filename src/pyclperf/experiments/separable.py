@@ -255,7 +255,7 @@ class Separable(Experiment):
         poison_device(self.mid)
         poison_device(self.dst)
         launch.run()
-        got = read_back(self.dst, np.float32, self.height * self.width).reshape(self.height, self.width)
+        got = read_back(self.dst, np.float32, shape=(self.height, self.width))
         return Check(*compare_close(got, want, tolerance, "pixels"),
                      {"max_abs_error": max_abs_error(got, want)})
 

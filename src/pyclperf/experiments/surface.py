@@ -159,7 +159,7 @@ class Surface(Experiment):
             got = np.empty_like(x)
             self.img.read(got)
         else:
-            got = read_back(self.dst, x.dtype, x.size).reshape(x.shape)
+            got = read_back(self.dst, x.dtype, shape=x.shape)
         with host_only():
             if inside(got, lo, hi):
                 return Check(True, "")

@@ -258,7 +258,7 @@ class Texture(Experiment):
             self.src_img.write(img)
         poison_device(self.out_buf)
         launch.run()
-        out = read_back(self.out_buf, img.dtype, img.size).reshape(img.shape)
+        out = read_back(self.out_buf, img.dtype, shape=img.shape)
         return self._judge(v, img, out)
 
     @host_work

@@ -73,8 +73,7 @@ def _mirror(buffer: Any, side: str, end: int) -> np.ndarray | None:
             return None
         size = min(buffer.nbytes, 1 << max(0, end - 1).bit_length())
         try:
-            pinned = _core.PinnedBuffer(buffer.context, size)
-            kept[side] = pinned.array(np.uint8, (size,))
+            kept[side] = buffer.context.pinned(size, np.uint8)[1]
         except (_core.ClError, MemoryError):
             kept[side] = False
             return None
@@ -87,11 +86,16 @@ def _plain(array: np.ndarray) -> bool:
 
 
 def read_back(buffer: Any, dtype: Any, count: int | None = None, offset: int = 0,
-              stage: bool | None = None) -> np.ndarray:
+              stage: bool | None = None, *, shape: Any = None) -> np.ndarray:
     """``count`` elements of ``dtype`` (the rest of the buffer where None) from byte ``offset``
-    of ``buffer``, as a 1-D array: a view of the buffer's pinned read mirror where the transfer
-    is staged (valid until the buffer is read back again), a new array otherwise."""
+    of ``buffer``, as a 1-D array, or as an array of ``shape`` (its elements, instead of
+    ``count``): a view of the buffer's pinned read mirror where the transfer is staged (valid
+    until the buffer is read back again), a new array otherwise."""
     dt = np.dtype(dtype)
+    if shape is not None:
+        if count is not None:
+            raise _core.InvalidArgumentError("read_back takes a count or a shape, not both")
+        count = int(np.prod(shape, dtype=np.int64))
     if count is None:
         count = (buffer.nbytes - offset) // dt.itemsize
     nbytes = int(count) * dt.itemsize
@@ -104,10 +108,10 @@ def read_back(buffer: Any, dtype: Any, count: int | None = None, offset: int = 0
     if mirror is None:
         out = np.empty(int(count), dt)
         buffer.read(out, offset)
-        return out
-    view = mirror[offset: offset + nbytes]
+        return out if shape is None else out.reshape(shape)
+    view = mirror[offset: offset + nbytes].view(dt)
     buffer.read(view, offset)
-    return view.view(dt)
+    return view if shape is None else view.reshape(shape)
 
 
 def write_from(buffer: Any, array: Any, offset: int = 0, stage: bool | None = None) -> None:
@@ -131,10 +135,4 @@ def write_from(buffer: Any, array: Any, offset: int = 0, stage: bool | None = No
     buffer.write(view, offset)
 
 
-def forget(buffer: Any) -> None:
-    """Drop ``buffer``'s mirrors now (they go with the buffer anyway)."""
-    with _lock:
-        _mirrors.pop(buffer, None)
-
-
-__all__ = ["STAGE_MIN", "forget", "read_back", "staged", "write_from"]
+__all__ = ["STAGE_MIN", "read_back", "staged", "write_from"]
