@@ -83,4 +83,8 @@ std::vector<double> time_host(const cl::CommandQueue& queue, const Enqueue& op, 
 
 EventTimes event_times(const cl::Event& event);
 
+// One profiling timestamp of a command (ns): ClError with the command's own status where it
+// failed, and a command not yet complete is waited for first.
+std::uint64_t event_timestamp(const cl::Event& event, cl_profiling_info what);
+
 }  // namespace pyclperf
