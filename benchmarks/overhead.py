@@ -55,28 +55,42 @@ POINTS, WARMUP, REPEATS = 33, 3, 20  # the sweep: offsets 0..32, each 3 warm-up 
 
 
 class InsideTiming:
-    """Seconds spent inside pyclperf's C++ timing call (launches, waits, timestamps) while
-    active: a sweep's wall time less this is its Python's, on any device."""
+    """Seconds spent inside pyclperf's C++ timing calls (launches, waits, timestamps) while
+    active: a sweep's wall time less this is its Python's, on any device. A timed call split in
+    two (device/busy.py: the last row finished while the launches run) counts its two halves,
+    not the Python between them."""
 
     def __init__(self) -> None:
         from pyclperf.device import program
 
-        self.program, self.real, self.seconds = program, program._time_durations, 0.0
+        self.program, self.seconds = program, 0.0
+        self.real, self.real_begin = program._time_durations, program._begin_durations
 
-    def __enter__(self) -> "InsideTiming":
+    def _timed(self, call: Any) -> Any:
         def timed(*args: Any) -> Any:
             t0 = time.perf_counter()
             try:
-                return self.real(*args)
+                return call(*args)
             finally:
                 self.seconds += time.perf_counter() - t0
+        return timed
 
+    def __enter__(self) -> "InsideTiming":
+        outer = self
+
+        class Pending:
+            def __init__(self, inner: Any) -> None:
+                self.finish = outer._timed(inner.finish)
+
+        begin = self._timed(self.real_begin)
         self.seconds = 0.0
-        self.program._time_durations = timed
+        self.program._time_durations = self._timed(self.real)
+        self.program._begin_durations = lambda *args: Pending(begin(*args))
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.program._time_durations = self.real
+        self.program._begin_durations = self.real_begin
 
 
 def stand_in_for_nvml(ctx: Any, costs: str) -> None:

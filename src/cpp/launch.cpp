@@ -147,6 +147,16 @@ std::vector<double> time_kernel_durations(Kernel& kernel, const NDRange& range, 
     });
 }
 
+PendingDurations begin_kernel_durations(Kernel& kernel, const NDRange& range, int warmup,
+                                        int repeats) {
+    // Pinned arguments are mapped again, a blocking map, once the launches are done: that path
+    // waits inside, as time_kernel_durations does.
+    if (!kernel.pinned_args().empty())
+        return PendingDurations(time_kernel_durations(kernel, range, warmup, repeats));
+    return guarded(kernel, range,
+                   [&](auto op) { return PendingDurations(single_command(op), warmup, repeats); });
+}
+
 std::vector<EventTimes> time_kernel_events(Kernel& kernel, const NDRange& range, int warmup,
                                            int repeats) {
     const auto& queue = kernel.context()->queue();

@@ -31,6 +31,10 @@ std::vector<EventTimes> time_kernel_events(Kernel& kernel, const NDRange& range,
 // end - start of each timed launch in ns (time_event_durations: two timestamps read, not four).
 std::vector<double> time_kernel_durations(Kernel& kernel, const NDRange& range, int warmup,
                                           int repeats);
+// time_kernel_durations in two halves (PendingDurations): the launches enqueued now, waited
+// for by finish().
+PendingDurations begin_kernel_durations(Kernel& kernel, const NDRange& range, int warmup,
+                                        int repeats);
 std::vector<double> time_kernel_host(Kernel& kernel, const NDRange& range, int warmup,
                                      int repeats);
 

@@ -81,10 +81,8 @@ EventTimes event_times(const cl::Event& e) {
 
 namespace {
 
-// Warm-ups, then `repeats` operations back to back and one wait (ClError if the waited command
-// failed; the others are checked as their timestamps are read).
-std::vector<EventSpan> run_spans(const cl::CommandQueue& queue, const EnqueueSpan& op,
-                                 int warmup, int repeats) {
+// Warm-ups, then `repeats` operations back to back, not waited for: the timed ones' spans.
+std::vector<EventSpan> enqueue_spans(const EnqueueSpan& op, int warmup, int repeats) {
     check_counts(warmup, repeats);
     // The warm-ups are not waited for: the in-order queue runs them before the timed launches
     // all the same, and an event's start and end do not depend on when the host enqueued it.
@@ -93,34 +91,26 @@ std::vector<EventSpan> run_spans(const cl::CommandQueue& queue, const EnqueueSpa
     std::vector<EventSpan> spans;
     spans.reserve(static_cast<std::size_t>(repeats));
     for (int i = 0; i < repeats; ++i) spans.push_back(op());
-    {
-        // On the in-order queue the last command's completion means every earlier one is done:
-        // waiting on its event is what a PyOpenCL loop does, and on NVIDIA it returns sooner than
-        // clFinish.
-        BlockingWait blocking;
-        spans.back().last.wait();  // clWaitForEvents fails if the waited command failed
-    }
     return spans;
 }
 
-}  // namespace
-
-std::vector<EventTimes> time_event_spans(const cl::CommandQueue& queue, const EnqueueSpan& op,
-                                         int warmup, int repeats) {
-    const auto spans = run_spans(queue, op, warmup, repeats);
-    std::vector<EventTimes> out;
-    out.reserve(spans.size());
-    for (const auto& s : spans) {
-        auto t = event_times(s.first);
-        if (s.last() != s.first()) t.end = timestamp(s.last, CL_PROFILING_COMMAND_END);
-        out.push_back(t);
-    }
-    return out;
+// On the in-order queue the last command's completion means every earlier one is done: waiting
+// on its event is what a PyOpenCL loop does, and on NVIDIA it returns sooner than clFinish.
+// clWaitForEvents fails if the waited command failed; the others are checked as their
+// timestamps are read.
+void wait_last(const std::vector<EventSpan>& spans) {
+    BlockingWait blocking;
+    spans.back().last.wait();
 }
 
-std::vector<double> time_event_durations(const cl::CommandQueue& queue, const EnqueueSpan& op,
-                                         int warmup, int repeats) {
-    const auto spans = run_spans(queue, op, warmup, repeats);
+// Warm-ups, then `repeats` operations back to back and one wait.
+std::vector<EventSpan> run_spans(const EnqueueSpan& op, int warmup, int repeats) {
+    auto spans = enqueue_spans(op, warmup, repeats);
+    wait_last(spans);
+    return spans;
+}
+
+std::vector<double> durations_of(const std::vector<EventSpan>& spans) {
     std::vector<double> out;
     out.reserve(spans.size());
     for (const auto& s : spans) {
@@ -133,6 +123,42 @@ std::vector<double> time_event_durations(const cl::CommandQueue& queue, const En
         out.push_back(static_cast<double>(end - start));
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<EventTimes> time_event_spans(const cl::CommandQueue&, const EnqueueSpan& op,
+                                         int warmup, int repeats) {
+    const auto spans = run_spans(op, warmup, repeats);
+    std::vector<EventTimes> out;
+    out.reserve(spans.size());
+    for (const auto& s : spans) {
+        auto t = event_times(s.first);
+        if (s.last() != s.first()) t.end = timestamp(s.last, CL_PROFILING_COMMAND_END);
+        out.push_back(t);
+    }
+    return out;
+}
+
+std::vector<double> time_event_durations(const cl::CommandQueue&, const EnqueueSpan& op,
+                                         int warmup, int repeats) {
+    return durations_of(run_spans(op, warmup, repeats));
+}
+
+PendingDurations::PendingDurations(const EnqueueSpan& op, int warmup, int repeats)
+    : spans_(enqueue_spans(op, warmup, repeats)) {}
+
+PendingDurations::PendingDurations(std::vector<double> measured)
+    : durations_(std::move(measured)), finished_(true) {}
+
+std::vector<double> PendingDurations::finish() {
+    if (!finished_) {
+        wait_last(spans_);
+        durations_ = durations_of(spans_);
+        spans_.clear();
+        finished_ = true;
+    }
+    return durations_;
 }
 
 EnqueueSpan single_command(Enqueue op) {

@@ -72,6 +72,23 @@ std::vector<EventTimes> time_event_spans(const cl::CommandQueue& queue, const En
 std::vector<double> time_event_durations(const cl::CommandQueue& queue, const EnqueueSpan& op,
                                          int warmup, int repeats);
 
+// time_event_durations in two halves: the constructor enqueues the warm-ups and the timed
+// operations (it does not wait), finish() waits for them once and returns each timed one's
+// end - start (ns). Between the two the host is free while the device works: an experiment's
+// sweep finishes the last point's row there. A PendingDurations made from durations already
+// measured (a path that had to wait inside, see begin_kernel_durations) just returns them.
+class PendingDurations {
+public:
+    PendingDurations(const EnqueueSpan& op, int warmup, int repeats);
+    explicit PendingDurations(std::vector<double> measured);
+    std::vector<double> finish();
+
+private:
+    std::vector<EventSpan> spans_;
+    std::vector<double> durations_;
+    bool finished_ = false;
+};
+
 // Per-operation durations in ns by either clock: end - start of the event span, or time_host.
 std::vector<double> time_durations(const cl::CommandQueue& queue, const EnqueueSpan& op,
                                    Clock clock, int warmup, int repeats);

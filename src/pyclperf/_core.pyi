@@ -414,6 +414,14 @@ class KernelLimits:
     @property
     def work_group_size(self) -> int:
         ...
+class PendingDurations:
+    """
+    Timed launches enqueued by begin_durations, not yet waited for.
+    """
+    def finish(self) -> numpy.typing.NDArray[numpy.float64]:
+        """
+        Wait for the launches once and return end - start of each timed one (ns), as time_durations does; later calls return the same.
+        """
 class Kernel:
     """
     One kernel of a Program, with its arguments.
@@ -481,6 +489,10 @@ def time_events(kernel: Kernel, global_size: Sizes, local_size: Sizes | None, wa
 def time_durations(kernel: Kernel, global_size: Sizes, local_size: Sizes | None, warmup: Size, repeats: Size) -> numpy.typing.NDArray[numpy.float64]:
     """
     Warm up, then time `repeats` launches by event profiling: float64 array of end - start in ns (only those two timestamps are read).
+    """
+def begin_durations(kernel: Kernel, global_size: Sizes, local_size: Sizes | None, warmup: Size, repeats: Size) -> PendingDurations:
+    """
+    time_durations in two halves: enqueue the warm-ups and timed launches now and return a PendingDurations whose finish() waits and gives the times; the host is free between.
     """
 def time_host(kernel: Kernel, global_size: Sizes, local_size: Sizes | None, warmup: Size, repeats: Size) -> list[float]:
     """

@@ -92,6 +92,23 @@ void register_launch(py::module_& m) {
         py::arg("repeats"),
         "Warm up, then time `repeats` launches by event profiling: float64 array of end - start "
         "in ns (only those two timestamps are read).");
+    py::class_<PendingDurations>(m, "PendingDurations",
+                                 "Timed launches enqueued by begin_durations, not yet waited for.")
+        .def(
+            "finish", [](PendingDurations& p) { return to_numpy(p.finish()); },
+            "Wait for the launches once and return end - start of each timed one (ns), as "
+            "time_durations does; later calls return the same.");
+    m.def(
+        "begin_durations",
+        [](Kernel& k, const py::object& g, const py::object& l, const py::object& warmup,
+           const py::object& repeats) {
+            return begin_kernel_durations(k, range_of(g, l), warmup_of(warmup),
+                                          repeats_of(repeats));
+        },
+        py::arg("kernel"), py::arg("global_size"), py::arg("local_size"), py::arg("warmup"),
+        py::arg("repeats"),
+        "time_durations in two halves: enqueue the warm-ups and timed launches now and return "
+        "a PendingDurations whose finish() waits and gives the times; the host is free between.");
     m.def(
         "time_host",
         [](Kernel& k, const py::object& g, const py::object& l, const py::object& warmup,

@@ -9,10 +9,12 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from .busy import do_waiting_work, waiting as _busy
 
 # Bound once: a module attribute lookup per launch is measurable next to a ~20 us launch.
 _run = _core.run
 _time_durations = _core.time_durations
+_begin_durations = _core.begin_durations
 
 # OpenCL C scalar type -> NumPy dtype, for plain Python numbers passed as kernel arguments.
 _SCALAR_TYPES = {
@@ -194,6 +196,10 @@ class Kernel(_core.Kernel):
         if method == "events":
             # end - start computed in C++: two timestamps read per launch, no array arithmetic.
             # The core converts the sizes and counts (and says what is wrong with them).
+            if _busy.work:  # host work waiting for the device (device/busy.py): done meanwhile
+                pending = _begin_durations(self, global_size, local_size, warmup, repeats)
+                do_waiting_work()
+                return pending.finish()
             return _time_durations(self, global_size, local_size, warmup, repeats)
         if method == "host":
             return np.asarray(_core.time_host(self, global_size, local_size, warmup, repeats),

@@ -20,6 +20,7 @@ other than kernel launches (transfers, batching, timers, peak) write ``measure``
 
 from __future__ import annotations
 
+import functools
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -27,7 +28,6 @@ from typing import Any, Callable, Sequence
 
 from .. import _core
 from ..device.clocks import Timing, check_method, event_clock, timing_for
-from ..measure.conditions import energy_columns
 from ..measure.residency import conditions_of, sweep_begins
 from ..measure import timing_policy
 from ..measure.timing import time_steps
@@ -37,9 +37,10 @@ from ..measure.plausible import cache_allowance, ceiling_problem, clock_problem,
 from ..measure.refusal import refusal, refused_name
 from ..measure.results import SKIPPED, Results
 from ..measure.stats import NOISY_SPREAD_PCT
-from ..measure.sweep import base_meta, classify, run_points, timed_row, verdict
+from ..measure.sweep import base_meta, classify, run_points
 from ._kit import DEFAULT_LOCAL_SIZE, check_launch, table
 from ._notes import noise_note, say_noise, say_suspect
+from ._timed_columns import LATER, timed_columns
 from ._warmcold import cold_reset, residency
 
 # Adaptive timing (measure.timing_policy, shared with tune()): launches continue until the
@@ -217,6 +218,7 @@ class Experiment(Sweep):
 
     adaptive = True
     cold: bool = False  # flush the last-level cache before every timed launch (experiments/_warmcold.py)
+    finish_later = False  # measure leaves its timed columns to run_experiment's finish_row
 
     @abstractmethod
     def launch(self, point: dict[str, Any]) -> Launch:
@@ -265,7 +267,6 @@ class Experiment(Sweep):
                 watch.begin()
             samples = time_steps(launch.steps, warmup=warmup, policy=self.rule(repeats),
                                  reset=launch.reset, method=method)
-            times = samples.times
         except _core.ClError as exc:
             # The row keeps what the launch declared and says what OpenCL answered: a launch
             # the device declined for resources it lacks (measure.refusal) is skipped with the
@@ -277,18 +278,12 @@ class Experiment(Sweep):
             return {**row, "status": classify(exc), "verified": False, "error": str(exc)}
         if watch is not None:
             row.update(watch.end())
-        row.update(timed_row(times, launch.nbytes, method))
-        row.update(samples.columns())
-        if watch is not None:
-            row.update(energy_columns(row, launch.nbytes * len(times), row.get("gbps")))
-        if launch.ops is not None:  # e.g. "flops", "gflops" (per second, median), "gflops_best"
-            unit = launch.ops_unit
-            row[unit] = int(launch.ops)
-            row[f"g{unit}"] = launch.ops / row["median_ns"] if row["median_ns"] > 0 else float("nan")
-            row[f"g{unit}_best"] = launch.ops / row["min_ns"] if row["min_ns"] > 0 else float("nan")
-        for name, amount in launch.rates.items():
-            row[name] = amount / row["median_ns"] if row["median_ns"] > 0 else float("nan")
-        row.update(verdict(verify, passed, detail))
+        tail = functools.partial(timed_columns, samples, launch, method, verify, passed, detail,
+                                 watch is not None)
+        if self.finish_later:  # run_experiment's finish_row makes them, as the next point runs
+            row[LATER] = tail
+        else:
+            tail(row)
         return row
 
 
@@ -345,8 +340,7 @@ def run_experiment(
     elif cold:
         raise _core.InvalidArgumentError(f"{experiment.id} times no kernel launches of its own: "
                                          "cold (a cache flush before each) does not apply")
-    # The clock is checked whatever the method: the record says what it is, and experiments
-    # that read events on purpose (timers) are held to it.
+    # The clock is checked whatever the method: the record says it, and timers is held to it.
     clock = event_clock(experiment.ctx)
     timing = experiment.timing = timing_for(experiment.ctx, method)
     allowance = cache_allowance(experiment.ctx.info)
@@ -359,10 +353,14 @@ def run_experiment(
                      peak_gbps=ceilings.dram_gbps, pcie_gbps=ceilings.pcie_gbps,
                      peak=ceilings.as_meta(), cache_allowance_bytes=allowance, cold=bool(cold))
 
-    def measure(point: dict[str, Any]) -> dict[str, Any]:
-        row = experiment.measure(point, warmup=warmup, repeats=repeats, method=timing.method,
-                                 verify=verify)
-        whole = {**point, **row}
+    measure = functools.partial(experiment.measure, warmup=warmup, repeats=repeats,
+                                method=timing.method, verify=verify)
+
+    def finish_row(row: dict[str, Any]) -> None:
+        later = row.pop(LATER, None)  # the timed columns Experiment.measure left (first)
+        if later is not None:
+            later(row)
+        whole = dict(row)  # as measured: the fields added below are not what it is judged on
         kind = experiment.peak_kind(whole)
         ceiling = ceilings.gbps(kind)
         if ceiling and row.get("gbps") is not None:
@@ -371,22 +369,24 @@ def run_experiment(
             row["noisy"] = bool(row["spread_pct"] > NOISY_SPREAD_PCT)
         if timing.reason and row.get("method") == timing.method:
             row["method_reason"] = timing.reason
-        # Residency matters where the row is held against DRAM: not for PCIe transfers, local
-        # memory or instruction throughput (whose data sits in caches whatever happens).
+        # Residency matters where the row is held against DRAM (not PCIe, local memory, ALUs).
         footprint = experiment.footprint_bytes(whole)
         row.update(residency(footprint if kind == "dram" else None, allowance, bool(cold)))
-        source = ceilings.dram_source if kind == "dram" else ceilings.pcie_source
-        flag(row, [clock_problem(whole, clock),
-                   ceiling_problem(whole, kind=kind, ceiling_gbps=ceiling, source=source,
-                                   footprint=footprint, allowance=allowance)])
-        return row
+        flag(row, [clock_problem(whole, clock), ceiling_problem(
+            whole, kind=kind, ceiling_gbps=ceiling, footprint=footprint, allowance=allowance,
+            source=ceilings.dram_source if kind == "dram" else ceilings.pcie_source)])
 
     points = experiment.points()
     sweep_begins(experiment.ctx)  # its first point reads no energy, whatever the last run's lasted
     if isinstance(experiment, Experiment):
         experiment.ctx.prebuild([r for p in points if experiment.skip(p) is None
                                  for r in experiment.builds(p)])
-    results = run_points(points, measure, meta=meta, out=out, progress=progress)
+    experiment.finish_later = isinstance(experiment, Experiment)  # type: ignore[attr-defined]
+    try:
+        results = run_points(points, measure, meta=meta, out=out, progress=progress,
+                             finish_row=finish_row)
+    finally:
+        experiment.finish_later = False  # type: ignore[attr-defined]
     if not results.meta.get("interrupted"):
         experiment.finish(results)
         say_noise(results)

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from .. import _core
+from ..device.busy import do_waiting_work, when_device_busy
 from ..device.icd import NOTE as ICD_NOTE
 from .results import (BUILD_FAILED, INVALID, LAUNCH_FAILED, OK, SKIPPED, TIMED, WRONG, Results,
                       ResultsWriteError, ResultsWriter)
@@ -110,6 +111,7 @@ def run_points(
     out: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
     append: bool = False,
+    finish_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> Results:
     """Call ``measure(point)`` for each point; collect rows; keep them if interrupted.
 
@@ -118,22 +120,87 @@ def run_points(
     Ctrl-C returns the finished rows with ``meta["interrupted"]`` (the file says so too), and a
     write that fails (a full disk) stops the sweep with ResultsWriteError, whose ``results``
     holds the rows the file holds.
+
+    ``finish_row(row)`` completes a measured row (the point's fields and measure's) where the
+    rest of it needs no device; a row whose measure raised is not finished. Without ``out`` it
+    runs, and the row is added, while the next point's timed launches run (device/busy.py), so
+    the device does not idle for it; rows still arrive in order, each before the next point's
+    is handed over (after Ctrl-C, one whose finishing it cut short is left out). With ``out`` every row is finished and written as soon as it is measured:
+    a process killed outright (a budget's SIGKILL) loses no row it had measured.
     """
     points = list(points)
     stream = RowStream(Results(meta), out, total=len(points), progress=progress, append=append)
+    last: _RowLater | None = None
     try:
         for point in points:
             row: dict[str, Any] = dict(point)
+            measured = True
             try:
                 row.update(measure(point))
             except (_core.PyclperfError, ValueError) as exc:
                 row.update(status=classify(exc), error=str(exc))
-            stream.add(row)
+                measured = False
+            if finish_row is None or out is not None:
+                if finish_row is not None and measured:
+                    _finish(row, finish_row)
+                stream.add(row)
+                continue
+            if last is not None:
+                last.done()  # where no timed launch came to do it
+            last = _RowLater(stream, row, finish_row if measured else None)
+            when_device_busy(last)
+        if last is not None:
+            last.done()
     except KeyboardInterrupt:
+        if last is not None:
+            last.done(interrupted=True)
         stream.results.meta["interrupted"] = True
     finally:
         stream.close()
     return stream.results
+
+
+def _finish(row: dict[str, Any], finish_row: Callable[[dict[str, Any]], None]) -> None:
+    """finish_row(row); what it raises as a point's failure is the row's status, as measure's."""
+    try:
+        finish_row(row)
+    except (_core.PyclperfError, ValueError) as exc:
+        row.update(status=classify(exc), error=str(exc))
+
+
+class _RowLater:
+    """A measured row's finishing and adding, done while the next point's launches run
+    (run_points). Any exception but an interrupt is kept for done() to raise in the sweep's own
+    frame, not inside the next point's timing, where it would become that point's error."""
+
+    def __init__(self, stream: "RowStream", row: dict[str, Any],
+                 finish: Callable[[dict[str, Any]], None] | None) -> None:
+        self.stream, self.row, self.finish = stream, row, finish
+        self.ran = False
+        self.error: BaseException | None = None
+
+    def __call__(self) -> None:
+        if self.ran:
+            return
+        self.ran = True
+        try:
+            if self.finish is not None:
+                _finish(self.row, self.finish)
+            self.stream.add(self.row)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - raised again by done()
+            self.error = exc
+
+    def done(self, interrupted: bool = False) -> None:
+        """Make sure the row is finished and added; raise what doing so raised. A row whose
+        finishing an interrupt cut short is left out: its checks against the device's ceilings
+        and clock were not all made, so it could read better than it is."""
+        do_waiting_work()  # this row's turn comes after any work handed over before it
+        self()
+        if self.error is not None and not interrupted:
+            error, self.error = self.error, None
+            raise error
 
 
 class RowStream:
