@@ -37,6 +37,8 @@ void check_counts(int warmup, int repeats) {
     if (repeats < 1) throw InvalidArgument("repeats must be >= 1, got " + std::to_string(repeats));
 }
 
+}  // namespace
+
 // One timestamp of a completed command. A command that failed has none: the driver answers
 // CL_PROFILING_INFO_NOT_AVAILABLE, and the command's own negative status then says why. Reading
 // the timestamps is how every timed command is checked, so a loop asks no status of commands
@@ -45,7 +47,7 @@ void check_counts(int warmup, int repeats) {
 // A command not yet complete has no timestamps either. After a wait on its queue that should not
 // happen, yet NVIDIA's driver answered so once in a while for a peer copy under load (the status
 // read after it said complete): such a command is waited for and asked once more.
-std::uint64_t timestamp(const cl::Event& e, cl_profiling_info what) {
+std::uint64_t event_timestamp(const cl::Event& e, cl_profiling_info what) {
     cl_ulong t = 0;
     cl_int err = clGetEventProfilingInfo(e(), what, sizeof t, &t, nullptr);
     if (err == CL_SUCCESS) return t;
@@ -64,18 +66,12 @@ std::uint64_t timestamp(const cl::Event& e, cl_profiling_info what) {
     throw ClError("clGetEventProfilingInfo", err);
 }
 
-}  // namespace
-
-std::uint64_t event_timestamp(const cl::Event& e, cl_profiling_info what) {
-    return timestamp(e, what);
-}
-
 EventTimes event_times(const cl::Event& e) {
     EventTimes t;
-    t.queued = timestamp(e, CL_PROFILING_COMMAND_QUEUED);
-    t.submit = timestamp(e, CL_PROFILING_COMMAND_SUBMIT);
-    t.start = timestamp(e, CL_PROFILING_COMMAND_START);
-    t.end = timestamp(e, CL_PROFILING_COMMAND_END);
+    t.queued = event_timestamp(e, CL_PROFILING_COMMAND_QUEUED);
+    t.submit = event_timestamp(e, CL_PROFILING_COMMAND_SUBMIT);
+    t.start = event_timestamp(e, CL_PROFILING_COMMAND_START);
+    t.end = event_timestamp(e, CL_PROFILING_COMMAND_END);
     return t;
 }
 
@@ -114,8 +110,8 @@ std::vector<double> durations_of(const std::vector<EventSpan>& spans) {
     std::vector<double> out;
     out.reserve(spans.size());
     for (const auto& s : spans) {
-        const auto start = timestamp(s.first, CL_PROFILING_COMMAND_START);
-        const auto end = timestamp(s.last, CL_PROFILING_COMMAND_END);
+        const auto start = event_timestamp(s.first, CL_PROFILING_COMMAND_START);
+        const auto end = event_timestamp(s.last, CL_PROFILING_COMMAND_END);
         // Timestamps of one command queue share a clock, so end < start means a broken driver.
         if (end < start)
             throw ClError("clGetEventProfilingInfo", CL_PROFILING_INFO_NOT_AVAILABLE,
@@ -134,7 +130,7 @@ std::vector<EventTimes> time_event_spans(const cl::CommandQueue&, const EnqueueS
     out.reserve(spans.size());
     for (const auto& s : spans) {
         auto t = event_times(s.first);
-        if (s.last() != s.first()) t.end = timestamp(s.last, CL_PROFILING_COMMAND_END);
+        if (s.last() != s.first()) t.end = event_timestamp(s.last, CL_PROFILING_COMMAND_END);
         out.push_back(t);
     }
     return out;
