@@ -161,9 +161,14 @@ def device_facts(device: str) -> dict[str, Any]:
     try:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               timeout=120, cwd="/")
-        return json.loads(done.stdout.strip().splitlines()[-1])
-    except (subprocess.SubprocessError, ValueError, IndexError, OSError) as exc:
+    except (subprocess.SubprocessError, OSError) as exc:
         return {"name": "unknown", "error": str(exc)}
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        # The process's own last words (pyclperf's one-line error) say why.
+        said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return {"name": "unknown", "error": said}
 
 
 def commit_of(given: str | None) -> str:
@@ -369,6 +374,12 @@ def main(argv: list[str] | None = None) -> int:
             "--budget", f"{max(10.0, limits[f'guide-{mode}'] - 15):.0f}", *extra])
     facts = device_facts(args.device)
     log(f"device: {json.dumps(facts)}; commit {commit_of(args.commit)}; python {py}")
+    if "error" in facts:
+        # Every stage would only say the same thing, one experiment and one test at a time.
+        log(f"gpu_check: device {args.device!r} cannot be opened: {facts['error']}; "
+            "`pyclperf devices` lists the devices and how the ICD loader was set up")
+        log.close()
+        return 2
     stages: dict[str, dict[str, Any]] = {}
     todo = [s for s in ORDER if s in wanted]
     for i, name in enumerate(todo):

@@ -26,6 +26,10 @@ def test_libopencl_comes_from_the_wheel():
     libs = Path(_core.__file__).resolve().parent.parent / "pyclperf.libs"
     if not libs.is_dir():
         pytest.skip("not installed from the repaired wheel: no pyclperf.libs beside the package")
+    # The ICD set-up must know the wheel's loader is ocl-icd: it alone decides whether the
+    # libraries in OCL_ICD_FILENAMES go into the vendors directory (on the H200 machine, NVIDIA's
+    # driver is named only there; with this check wrong, PoCL alone was listed).
+    assert Path(_icd.wheel_libs_dir()).resolve() == libs.resolve() and _icd.bundled_loader()
     pyclperf.list_devices()
     loaders = _loaded("libOpenCL")
     assert loaders, "no libOpenCL mapped after listing devices"

@@ -161,10 +161,16 @@ def write_vendors_dir(icds: dict[str, str], root: str) -> str:
     raise OSError(f"cannot write an OpenCL vendors directory under {root} or the temporary directory")
 
 
+def wheel_libs_dir() -> str:
+    """Where a repaired wheel keeps its grafted libraries: auditwheel puts ``pyclperf.libs``
+    beside the package, in site-packages (this file is pyclperf/device/icd.py)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.join(os.path.dirname(package), "pyclperf.libs")
+
+
 def bundled_loader() -> bool:
     """Whether this pyclperf is a repaired wheel carrying its own ICD loader (ocl-icd)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    return bool(glob.glob(os.path.join(here, os.pardir, "pyclperf.libs", "libOpenCL*")))
+    return bool(glob.glob(os.path.join(wheel_libs_dir(), "libOpenCL*")))
 
 
 def configure(environ: dict[str, str] | None = None, vendors_dir: str | None = None) -> str:
