@@ -97,36 +97,34 @@ def _where() -> str:
 
 
 class HeldOnly:
-    """The profiler on only while this process holds the device's turn: device/turns.py's take
-    and give wrapped, with a turns folder of the profile's own (so the turn is taken as in the
-    guide's lanes, and never waited for)."""
+    """The profiler on only while this process holds the device's turn (turns.watching), with a
+    turns folder of the profile's own (so the turn is taken as in the guide's lanes, and never
+    waited for)."""
 
     def __init__(self, prof: cProfile.Profile, folder: Path) -> None:
         import os
 
         from pyclperf.device import turns
 
-        self.turns, self.real, self.folder = turns, (turns._take, turns._give), folder
+        self.turns, self.folder = turns, folder
         self.saved = os.environ.get(turns.TURNS_ENV)
         os.environ[turns.TURNS_ENV] = str(folder)
-        take, give = self.real
         # Each span the turn was held: its seconds and where in pyclperf it was taken and given
         # up (a span's host work shows there even where the profile cannot see it: the frames
         # on the stack when the profiler starts keep their own time out of its table).
         self.spans: list[tuple[float, str, str]] = []
         since: list[Any] = [0.0, ""]
 
-        def taken(*args: Any, **kwargs: Any) -> None:
-            take(*args, **kwargs)
+        def taken() -> None:
             since[:] = [time.perf_counter(), _where()]
             prof.enable()
 
-        def given(*args: Any, **kwargs: Any) -> None:
+        def giving() -> None:
             prof.disable()
             self.spans.append((time.perf_counter() - since[0], since[1], _where()))
-            give(*args, **kwargs)
 
-        turns._take, turns._give = taken, given  # type: ignore[assignment]
+        self.watch = turns.watching(taken, giving)
+        self.watch.__enter__()
 
     def held_s(self) -> float:
         return sum(t["held_s"] for t in self.turns.held(self.folder))
@@ -134,8 +132,7 @@ class HeldOnly:
     def close(self) -> None:
         import os
 
-        self.turns._take, self.turns._give = self.real  # type: ignore[assignment]
-        self.turns._state.close()  # the profile's lock files (their folder is dropped next)
+        self.watch.__exit__(None, None, None)   # and the profile's lock files closed
         if self.saved is None:
             os.environ.pop(self.turns.TURNS_ENV, None)
         else:
@@ -154,7 +151,7 @@ def profile_one(name: str, out: Path, device: str | None, mode: str, top: int,
     prof = cProfile.Profile()
     turn = HeldOnly(prof, Path(tempfile.mkdtemp(prefix="turns-"))) if held else None
     # With --held, only the builds made while the turn is held (none: builds give it up).
-    builds = BuildClock((lambda: turn.turns._state.holding) if turn is not None else None)
+    builds = BuildClock(turn.turns.holding if turn is not None else None)
     start = time.perf_counter()
     if turn is None:
         prof.enable()

@@ -254,3 +254,26 @@ def test_the_clock_check_of_a_run_takes_the_device_turn(ctx, tmp_path, monkeypat
     assert cli.main(["run", "offset", "--device", spec, "--size", "4096", "--timing", "quick",
                      "--out", str(tmp_path / "out"), "--no-plot"]) == 0
     assert seen == [True]
+
+
+def test_watchers_see_every_span_the_turn_is_held_and_are_removed_after(tmp_path, monkeypatch):
+    monkeypatch.setenv(TURNS_ENV, str(tmp_path))
+    seen: list[str] = []
+
+    def taken() -> None:
+        seen.append("taken" if device_turn.holding() else "taken, not holding")
+
+    def giving() -> None:
+        seen.append("giving" if device_turn.holding() else "giving, not holding")
+
+    with device_turn.watching(taken, giving):
+        with device_turn.device_turn(label="x"):
+            with device_turn.host_only():     # the turn given up around the host section
+                seen.append("host")
+        assert not device_turn.holding()
+    assert seen == ["taken", "giving", "host", "taken", "giving"]
+    assert not device_turn._watchers and not device_turn._state.files
+    with device_turn.device_turn(label="y"):  # no watcher any more
+        pass
+    assert seen[-1] == "giving" and len(seen) == 5
+    assert [t["label"] for t in device_turn.held(tmp_path)] == ["x", "y"]

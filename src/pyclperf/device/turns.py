@@ -70,6 +70,10 @@ class _Turn:
 
 _state = _Turn()
 
+# Called, in this process, just after the turn is taken and just before it is given up (each
+# time: around every host section too); see ``watching``.
+_watchers: list[tuple[Callable[[], None], Callable[[], None]]] = []
+
 
 def _folder() -> str | None:
     return os.environ.get(TURNS_ENV) or None
@@ -128,10 +132,14 @@ def _take(quiet: bool = False) -> None:
     _state.since = time.monotonic()
     _state.waited_s += _state.since - asked
     _state.holding = True
+    for taken, _ in _watchers:
+        taken()
 
 
 def _give(quiet: bool = False) -> None:
     """Let the turn go (and the host's quiet, ``quiet``) and note how long it was held."""
+    for _, giving in reversed(_watchers):
+        giving()
     _state.held_s += time.monotonic() - _state.since
     _state.holding = False
     _unlock("device")
@@ -203,6 +211,27 @@ def host_work(fn: F) -> F:
     return run  # type: ignore[return-value]
 
 
+def holding() -> bool:
+    """Whether this process holds the device's turn now."""
+    return _state.holding
+
+
+@contextlib.contextmanager
+def watching(taken: Callable[[], None], giving: Callable[[], None]) -> Iterator[None]:
+    """For the body, call ``taken()`` each time this process has taken the turn and
+    ``giving()`` each time before it gives the turn up (a profiler on only while the device is
+    held: benchmarks/guide_profile.py --held). The lock files opened meanwhile are closed after
+    it, so the folder the body's turns used can be removed."""
+    pair = (taken, giving)
+    _watchers.append(pair)
+    try:
+        yield
+    finally:
+        _watchers.remove(pair)
+        if not _state.holding:
+            _state.close()
+
+
 def held(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """What every turn taken under ``folder`` held and waited, in the order they ended."""
     path = Path(folder) / "turns.jsonl"
@@ -211,4 +240,5 @@ def held(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-__all__ = ["TURNS_ENV", "device_turn", "held", "host_only", "host_work", "quiet_now"]
+__all__ = ["TURNS_ENV", "device_turn", "held", "holding", "host_only", "host_work", "quiet_now",
+           "watching"]
