@@ -65,16 +65,18 @@ def test_the_time_limit_is_said_in_the_file_and_in_one_sentence(ctx, tmp_path, c
 def test_a_configuration_past_its_timeout_has_its_row_and_the_sweep_goes_on(ctx, tmp_path, rng):
     x = rng.standard_normal(N).astype(np.float32)
     out = tmp_path / "t.jsonl"
+    # The limit covers the copy's build, verification and timing in a fresh worker too: under
+    # the sanitizer build on a busy 2-core machine 1.5 s was not enough for PoCL's compiler.
     res = tune(
         KERNEL,
         "k",
         N,
         [np.zeros(N, np.float32), x, np.int32(N)],
         {"block_size_x": [64], "SPIN": [1, 0]},
-        **from_flat(dict(ctx=ctx, answer=[x, None, None], timeout=1.5, out=out, **FAST)),
+        **from_flat(dict(ctx=ctx, answer=[x, None, None], timeout=4.0, out=out, **FAST)),
     )
     spun, copied = res.rows
-    assert spun["status"] == "timeout" and 1.5 <= spun["ran_s"] < 10, spun
+    assert spun["status"] == "timeout" and 4.0 <= spun["ran_s"] < 14, spun
     assert copied["status"] == "ok"
     assert "stop" not in res.meta and records(out)[-1]["record"] == "row"  # it ran to its end
 
