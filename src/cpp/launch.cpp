@@ -141,9 +141,8 @@ void run(Kernel& kernel, const NDRange& range) {
 
 std::vector<double> time_kernel_durations(Kernel& kernel, const NDRange& range, int warmup,
                                           int repeats) {
-    const auto& queue = kernel.context()->queue();
     return guarded(kernel, range, [&](auto op) {
-        return time_event_durations(queue, single_command(op), warmup, repeats);
+        return time_event_durations(single_command(op), warmup, repeats);
     });
 }
 
@@ -159,9 +158,8 @@ PendingDurations begin_kernel_durations(Kernel& kernel, const NDRange& range, in
 
 std::vector<EventTimes> time_kernel_events(Kernel& kernel, const NDRange& range, int warmup,
                                            int repeats) {
-    const auto& queue = kernel.context()->queue();
     return guarded(kernel, range,
-                   [&](auto op) { return time_events(queue, Enqueue(op), warmup, repeats); });
+                   [&](auto op) { return time_events(Enqueue(op), warmup, repeats); });
 }
 
 std::vector<double> time_kernel_host(Kernel& kernel, const NDRange& range, int warmup,

@@ -123,8 +123,7 @@ std::vector<double> durations_of(const std::vector<EventSpan>& spans) {
 
 }  // namespace
 
-std::vector<EventTimes> time_event_spans(const cl::CommandQueue&, const EnqueueSpan& op,
-                                         int warmup, int repeats) {
+std::vector<EventTimes> time_event_spans(const EnqueueSpan& op, int warmup, int repeats) {
     const auto spans = run_spans(op, warmup, repeats);
     std::vector<EventTimes> out;
     out.reserve(spans.size());
@@ -136,8 +135,7 @@ std::vector<EventTimes> time_event_spans(const cl::CommandQueue&, const EnqueueS
     return out;
 }
 
-std::vector<double> time_event_durations(const cl::CommandQueue&, const EnqueueSpan& op,
-                                         int warmup, int repeats) {
+std::vector<double> time_event_durations(const EnqueueSpan& op, int warmup, int repeats) {
     return durations_of(run_spans(op, warmup, repeats));
 }
 
@@ -164,16 +162,15 @@ EnqueueSpan single_command(Enqueue op) {
     };
 }
 
-std::vector<EventTimes> time_events(const cl::CommandQueue& queue, const Enqueue& op, int warmup,
-                                    int repeats) {
-    return time_event_spans(queue, single_command(op), warmup, repeats);
+std::vector<EventTimes> time_events(const Enqueue& op, int warmup, int repeats) {
+    return time_event_spans(single_command(op), warmup, repeats);
 }
 
 std::vector<double> time_durations(const cl::CommandQueue& queue, const EnqueueSpan& op,
                                    Clock clock, int warmup, int repeats) {
     if (clock == Clock::Host)
         return time_host(queue, [&] { return op().last; }, warmup, repeats);
-    return time_event_durations(queue, op, warmup, repeats);
+    return time_event_durations(op, warmup, repeats);
 }
 
 std::vector<double> time_host(const cl::CommandQueue& queue, const Enqueue& op, int warmup,

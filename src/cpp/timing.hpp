@@ -58,19 +58,16 @@ enum class Clock { Events, Host };
 
 // warmup untimed operations and `repeats` timed ones, all enqueued back to back; waits for them
 // all once and returns each timed one's timestamps. InvalidArgument for warmup < 0 or repeats < 1.
-std::vector<EventTimes> time_events(const cl::CommandQueue& queue, const Enqueue& op, int warmup,
-                                    int repeats);
+std::vector<EventTimes> time_events(const Enqueue& op, int warmup, int repeats);
 
 // time_events for operations of several commands: queued, submit and start come from each
 // operation's first event, end from its last.
-std::vector<EventTimes> time_event_spans(const cl::CommandQueue& queue, const EnqueueSpan& op,
-                                         int warmup, int repeats);
+std::vector<EventTimes> time_event_spans(const EnqueueSpan& op, int warmup, int repeats);
 
 // time_event_spans reduced to each operation's end - start (ns), reading only those two
 // timestamps: what Kernel.time and the experiments use, so queued and submit (two more driver
 // queries per launch) are read only where asked for.
-std::vector<double> time_event_durations(const cl::CommandQueue& queue, const EnqueueSpan& op,
-                                         int warmup, int repeats);
+std::vector<double> time_event_durations(const EnqueueSpan& op, int warmup, int repeats);
 
 // time_event_durations in two halves: the constructor enqueues the warm-ups and the timed
 // operations (it does not wait), finish() waits for them once and returns each timed one's
