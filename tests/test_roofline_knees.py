@@ -131,6 +131,18 @@ def test_matching_pairs_knees_of_two_curves_within_a_factor():
     assert K.match(bw, lat, within=1.2)[-1] == (bw[0], None)
 
 
+def test_spans_to_measure_again_hold_each_candidates_plateau_ends():
+    # A bandwidth knee and a latency knee of one level (48 and 57 KiB) are one candidate; the
+    # L2's (2 and 2.3 MiB) another; given in any order, the spans come smallest first.
+    spans = K.spans([2.3 * MiB, 48 * KiB, 2 * MiB, 57 * KiB], near=6, within=2.5)
+    assert spans == [pytest.approx((8 * KiB, 342 * KiB)), pytest.approx((2 * MiB / 6, 13.8 * MiB))]
+    assert 16 * KiB > spans[0][0]  # the curve's first L1 point is in its span
+    assert K.spans([], near=6, within=2.5) == [] and K.spans([0.0, -1.0], 6, 2.5) == []
+    assert len(K.spans([48 * KiB, 57 * KiB], near=6, within=1.1)) == 2  # too far apart for one
+    with pytest.raises(ValueError, match="near"):
+        K.spans([1.0], near=0.5, within=2.5)
+
+
 def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="sizes but"):
         K.knees([1, 2, 3], [1.0, 2.0])

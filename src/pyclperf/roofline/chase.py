@@ -68,8 +68,9 @@ class ChaseRig:
     def _effort(effort: Effort) -> Effort:
         return Effort(max(effort.warmup, 1), max(effort.repeats, MIN_LAUNCHES), effort.min_time_s, effort.quick)
 
-    def again(self, row: dict[str, Any], effort: Effort) -> None:
-        """Time a verified point once more on its own cycle, keeping the faster figure in ``row``."""
+    def again(self, row: dict[str, Any], effort: Effort) -> float:
+        """Time a verified point once more on its own cycle, keeping the faster figure in
+        ``row``; returns this round's own figure (ns per load)."""
         chain = self.cycles[int(row["size"])]
         self.next.write(chain.next)
         self.pos.write(np.array([chain.after(0)], np.uint32))
@@ -79,6 +80,7 @@ class ChaseRig:
         if fig["best"] < row["latency_ns"]:
             row.update(latency_ns=fig["best"], latency_median_ns=fig["value"], spread_pct=fig["spread_pct"],
                        n=fig["n"], min_ns=fig["best"] * self.steps, median_ns=fig["median_ns"])
+        return float(fig["best"])
 
     def release(self) -> None:
         self.next.release()

@@ -5,13 +5,38 @@
   places them) over sets from 16 KiB to ``top`` (2x the
   largest cache the OS or the device reports, within the device's limits), powers of two, read
   again after the chase (``ROUNDS`` rounds in all, each point's fastest kept: a virtual machine's
-  cores change speed for seconds at a time), then 4 to the octave between the points around each
-  knee (quick: 2). Any size is read by the same kernel, so refined points need no agreement
-  check.
+  cores change speed for seconds at a time). Sets 4 to the octave between the points around
+  each knee (quick: 2, but 4 up to ``levels.PER_UNIT_MAX``) are added before the chase, so that
+  the later rounds read them too, and after it around each chase knee no read knee sizes (where
+  the curves disagree, the read curve needs points of its own there to agree or not). With 2 to
+  the octave the L1's knee rested on one set, 45 KiB, which a co-runner on the core's other
+  hardware thread (below) pushes out of a 48 KiB L1 for seconds while 32 KiB stays in it: the
+  knee fell to 38-40 KiB. Any size is read by the same kernel, so refined points need no
+  agreement check.
 * Chases: chase.py's one work-item at powers of two up to 4x the largest read knee (past it
   the chase only adds host time: each point draws a random cycle over its set), in as many
-  rounds as the reads, refined around the chase's own knees that no read knee sizes. Both curves' memory is on huge pages where
-  Linux gives them (hugepages.py), or the chase measures the TLB.
+  rounds as the reads, and either side of each read knee (cpulevels.latency_step). Both
+  curves' memory is on huge pages where Linux gives them (hugepages.py), or the chase measures
+  the TLB.
+* Settling: the points of both curves within ``NEAR`` of each candidate knee (the read
+  curve's, and the chase's where no read knee lies) are measured again in rounds over the span
+  in turn, each keeping its fastest, until one round comes within ``AGREE`` of every point's
+  fastest and no chase knee in the span lacks its read knee; ``SETTLE`` bounds the rounds and
+  seconds. The chase's sets either side of each read knee are drawn after it, at the settled
+  knees. Why: on a loaded host another process's work on the core's other hardware thread (a
+  virtual machine's CPUs may be two threads of one host core) slows one compute unit's reads
+  for milliseconds to seconds at a time, L1-sized sets to 0.55-0.7x, L2-sized ones to 0.8x,
+  and pushes a set that nearly fills the L1 (45 KiB of 48) out of it. A point's figure of two
+  rounds of three launches said which moments it happened to be timed in: one L1-sized set had
+  a quiet moment (213 GB/s), its neighbour none (145), and the read curve lost its L1 knee (the
+  chase still showed it), or placed it at 38 KiB for 48; a 32 KiB chase read 4.2 ns between
+  16 KiB's 2.1 and 64 KiB's 3.9, and the chase's step there did not stand out. Rounds over a
+  span's points in turn meet the same quiet moments; a round in which every point comes near
+  its fastest shows the fastest figures belong together (on a quiet machine the first round
+  does); a level the chase shows keeps being read until the read curve shows it too or the
+  span's time is up, so that measuring again confirms or refutes it. Each read is timed for
+  ``SAMPLE_S`` at least (about 30 launches of an L1-sized set: quiet moments come and go in
+  milliseconds).
 * Levels: cpulevels.py, against oscaches.py's caches; each level's read bandwidth for the
   whole device is ws_pass by one work-group per compute unit over sets across the level's
   plateau times the instances the units span, the fastest of ``ROUNDS`` rounds, beside the
@@ -24,6 +49,8 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -33,6 +60,7 @@ from ..experiments.workingset import pow2_floor
 from ..measure.stats import MiB
 from . import cpulevels as C
 from . import knees as K
+from . import levels as L
 from . import streams
 from .chase import ChaseRig
 from .memory import largest_cache
@@ -44,6 +72,13 @@ from .sweep import CacheSweep, found_record
 
 CHASE_PAST = 4  # the chase goes this far past the largest read knee
 ROUNDS = {True: 2, False: 3}  # rounds of the read curve (quick?), each point's fastest kept
+# Settling (module docstring). NEAR: a knee found from disturbed points can lie 1.6x off its
+# level (79 KiB for a 48 KiB L1), and its span must still hold both plateaus' near ends.
+NEAR, AGREE, SAMPLE_S = 6.0, 1.08, 0.01
+# (rounds, seconds) per span and seconds in all (quick?): on a loaded 2-core host the L1 span's
+# rounds (0.1 s) agreed after 1 to 6; spans past the L2 do not always agree, so they stop here:
+# settling adds at most 0.7 s to a quick profile.
+SETTLE = {True: (12, 0.4, 0.7), False: (24, 2.0, 5.0)}
 PLATEAU_POINTS = 3  # sets across a level's plateau its device-wide read bandwidth is read at
 
 
@@ -82,6 +117,7 @@ class CpuSweep(CacheSweep):
         for size in self.sizes:
             self.read_point(size)
         knees = self.knees("read")
+        self.bracket(knees)  # before the chase: read again with the rest after it
         reach = CHASE_PAST * max((k.size for k in knees), default=self.top / CHASE_PAST)
         chase_sizes = [s for s in self.sizes if s <= max(reach, self.sizes[0] * 16)]
         self.chaser = ChaseRig(self.ctx, max(chase_sizes), self.rng)
@@ -100,16 +136,71 @@ class CpuSweep(CacheSweep):
         row = self.chaser.measure(size, self.effort)
         self.chase[int(row["size"])] = row
 
-    def refine(self) -> None:
-        steps = 2 if self.effort.quick else 4
-        reads = self.knees("read")
-        for knee in reads:
+    def bracket(self, knees: list[K.Knee]) -> None:
+        """Reads between the two sets around each of ``knees`` not refined yet: 4 to the octave
+        around a knee of a compute unit's own size class (levels.PER_UNIT_MAX) also in a quick
+        profile, where a read point costs milliseconds and one set between two powers of two is
+        not enough (module docstring), 2 elsewhere."""
+        for knee in knees:
+            # Refined already (the sweep's sets are 2x apart): more sets there would only cut a
+            # gradual step (an L2 a co-runner shares) into two knees, neither a level.
+            if knee.above < 1.9 * knee.below:
+                continue
+            steps = 4 if not self.effort.quick or knee.above <= L.PER_UNIT_MAX else 2
             for size in K.bracket_sizes(knee, steps=steps, align=self.reader.actual(1, groups=1)):
-                self.read_point(size)
+                if self.reader.actual(size, groups=1) not in self.read:
+                    self.read_point(size)
+
+    def refine(self) -> None:
+        # Between the points around each read knee, and around each chase knee no read knee
+        # sizes: there the curves disagree, and the read curve's points must say which is right.
+        reads = self.knees("read")
+        self.bracket([*reads, *self.unmatched(reads)])
+        self.settle()
         for knee in self.knees("read"):  # the chase either side of each (cpulevels.latency_step)
             for size in (knee.size * C.INSIDE, knee.size * C.PAST):
                 if self.chaser is not None and size <= self.chaser.next.nbytes:
                     self.chase_point(int(size) >> 12 << 12)
+
+    def unmatched(self, reads: list[K.Knee]) -> list[K.Knee]:
+        """The chase's knees that step as a level's end does (cpulevels.stands_out, by
+        CHASE_STEP) where no read knee lies (within levels.MATCH): the curves disagree there.
+        The chase's smaller steps inside a level (its L2's climb) are no disagreement."""
+        return [k for k in self.knees("chase") if C.stands_out(k, C.CHASE_STEP)
+                and not any(max(r.size / k.size, k.size / r.size) <= L.MATCH for r in reads)]
+
+    def settle(self) -> None:
+        """Measure the points of both curves near each candidate knee (knees.spans) again, in
+        rounds over the span's points in turn, each point keeping its fastest, until a round
+        comes within AGREE of every point's fastest and the span holds no chase knee the read
+        curve lacks, or the span's rounds or seconds run out (SETTLE; module docstring)."""
+        rounds, seconds, total = SETTLE[self.effort.quick]
+        knees = self.knees("read")
+        end = time.monotonic() + total
+        for low, high in K.spans([k.size for k in [*knees, *self.unmatched(knees)]], NEAR, L.MATCH):
+            self.settle_span(low, high, rounds, min(end, time.monotonic() + seconds))
+
+    def settle_span(self, low: float, high: float, rounds: int, deadline: float) -> None:
+        """settle's rounds over the points from ``low`` to ``high`` bytes, stopped at
+        ``deadline`` (time.monotonic) also inside a round: a large set's read or chase takes
+        tenths of a second on a loaded host."""
+        effort = replace(self.effort, min_time_s=max(self.effort.min_time_s, SAMPLE_S))
+        reads = [self.read[s] for s in self.curve("read")[0] if low <= s <= high]
+        chases = [self.chase[s] for s in self.curve("chase")[0] if low <= s <= high]
+        chaser = self.chaser
+        for _ in range(rounds if len(reads) > 1 else 0):
+            agree = []
+            for row in reads:
+                if time.monotonic() > deadline:
+                    return
+                agree.append(self.reader.again(row, effort) * AGREE >= row["gbps"])
+            for row in chases if chaser is not None else []:
+                if time.monotonic() > deadline:
+                    return
+                agree.append(chaser.again(row, self.effort) <= row["latency_ns"] * AGREE)
+            lacking = [k for k in self.unmatched(self.knees("read")) if low <= k.size <= high]
+            if all(agree) and not lacking:
+                return
 
     def levels(self, reported_bytes: int | None = None) -> list[dict[str, Any]]:
         """The levels both curves show, named after the OS's caches where they match them
@@ -221,4 +312,4 @@ def caches(ctx: Any, effort: Effort, top: int | None = None) -> dict[str, Any]:
         cpu.release()
 
 
-__all__ = ["CHASE_PAST", "CpuSweep", "ROUNDS", "caches", "cpu_top"]
+__all__ = ["CHASE_PAST", "CpuSweep", "NEAR", "ROUNDS", "SETTLE", "caches", "cpu_top"]

@@ -247,6 +247,22 @@ def bracket_sizes(knee: Knee, steps: int = 4, align: int = 64) -> list[int]:
     return out
 
 
+def spans(centres: Sequence[float], near: float, within: float) -> list[tuple[float, float]]:
+    """Size ranges to measure again around candidate knees (of either curve), smallest first:
+    centres within a factor ``within`` of the one before are one candidate (a bandwidth knee
+    and a latency knee of one level), its range from ``near`` below its smallest centre to
+    ``near`` above its largest (both plateaus' near ends and the transition between)."""
+    if near < 1 or within < 1:
+        raise ValueError(f"near and within must be at least 1, got {near} and {within}")
+    groups: list[list[float]] = []
+    for c in sorted(float(c) for c in centres if c > 0):
+        if groups and c <= groups[-1][-1] * within:
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    return [(g[0] / near, g[-1] * near) for g in groups]
+
+
 def match(first: Sequence[Knee], second: Sequence[Knee], within: float = 2.5) -> list[tuple[Knee | None, Knee | None]]:
     """Pairs of knees of two curves of the same sweep (bandwidth and latency) that are one
     level: each knee of ``first`` with the nearest unused knee of ``second`` within a factor of
@@ -267,4 +283,4 @@ def match(first: Sequence[Knee], second: Sequence[Knee], within: float = 2.5) ->
 
 
 __all__ = ["Knee", "MIN_POINTS", "MIN_STEP", "Plateau", "bracket_sizes", "knees", "match",
-           "plateaus", "segments"]
+           "plateaus", "segments", "spans"]

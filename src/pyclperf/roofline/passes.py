@@ -93,9 +93,10 @@ class PassReader:
                 "spread_pct": fig["spread_pct"], "n": fig["n"], "median_ns": fig["median_ns"],
                 "rounds": 1}
 
-    def again(self, row: dict[str, Any], effort: Effort) -> None:
+    def again(self, row: dict[str, Any], effort: Effort) -> float:
         """Time a verified point once more (the same launch: its result was checked), keeping
-        the faster figure in ``row``: a busy machine's rounds run at different speeds."""
+        the faster figure in ``row``: a busy machine's rounds run at different speeds. Returns
+        this round's own figure (GB/s)."""
         groups = int(row["groups"])
         slice_ = self.slice_of(int(row["size"]), groups)
         kernel = self.kernel.set_args(self.src, np.uint32(slice_), np.uint32(row["passes"]), self.out)
@@ -105,6 +106,7 @@ class PassReader:
         if fig["value"] > row["gbps"]:
             row.update(gbps=fig["value"], gbps_median=fig["median"], spread_pct=fig["spread_pct"],
                        n=fig["n"], median_ns=fig["median_ns"])
+        return float(fig["value"])
 
     def release(self) -> None:
         self.src.release()
