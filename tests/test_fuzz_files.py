@@ -310,5 +310,6 @@ def test_the_fuzzed_files_reach_past_the_first_line(tmp_path):
             return False
         return len(res.rows) >= 2 and (res.meta.get("plot") or {}).get("kind") in DRAWS
 
-    found = find(files(), loads_with_rows, settings=settings(max_examples=500, database=None, deadline=None))
+    found = find(files(), loads_with_rows,
+                 settings=settings(max_examples=500, database=None, deadline=None))
     assert found.startswith(b"{")
