@@ -36,7 +36,12 @@
   does); a level the chase shows keeps being read until the read curve shows it too or the
   span's time is up, so that measuring again confirms or refutes it. Each read is timed for
   ``SAMPLE_S`` at least (about 30 launches of an L1-sized set: quiet moments come and go in
-  milliseconds).
+  milliseconds). Agreement alone can mislead: a 2-core guest's host runs the other thread of
+  the core for stretches of up to 2 s, in which L1-sized reads fall to the L2's rate and 38-45
+  KiB sets out of the L1, every round agreeing. So the span of a compute unit's own cache is read
+  for ``STEADY`` seconds at least, and a span where the chase steps as a level's end and the
+  read curve does not for up to ``DISAGREE``'s (a quick profile: 13-22 s instead of 11-14 s on
+  that guest; the L1 found in 10 of 10 profiles under the sanitizer's build, 9 of 12 before).
 * Levels: cpulevels.py, against oscaches.py's caches; each level's read bandwidth for the
   whole device is ws_pass by one work-group per compute unit over sets across the level's
   plateau times the instances the units span, the fastest of ``ROUNDS`` rounds, beside the
@@ -79,6 +84,16 @@ NEAR, AGREE, SAMPLE_S = 6.0, 1.08, 0.01
 # rounds (0.1 s) agreed after 1 to 6; spans past the L2 do not always agree, so they stop here:
 # settling adds at most 0.7 s to a quick profile.
 SETTLE = {True: (12, 0.4, 0.7), False: (24, 2.0, 5.0)}
+# (rounds, seconds) for a span where the chase steps as a level's end and the read curve does
+# not, on top of SETTLE's total: a 2-core guest's host runs one compute unit's L1-sized reads at
+# 135 GB/s instead of 238, its L2 rate, in stretches of up to 2 s (seen 30 times a minute
+# mixed with milliseconds at full speed), and a span whose rounds all fall in one reads no L1.
+DISAGREE = {True: (96, 3.0), False: (192, 6.0)}
+# Seconds a span around a knee of a compute unit's own size class (levels.PER_UNIT_MAX) is read
+# at least, agreeing or not (quick?): in those stretches the host's other thread on the core
+# also takes half the L1, so 38 and 45 KiB sets read at 160 GB/s round after round, every round
+# agreeing, and the knee fell to 37 KiB; the span must outlast a stretch to meet the full speed.
+STEADY = {True: 2.0, False: 4.0}
 PLATEAU_POINTS = 3  # sets across a level's plateau its device-wide read bandwidth is read at
 
 
@@ -176,14 +191,25 @@ class CpuSweep(CacheSweep):
         curve lacks, or the span's rounds or seconds run out (SETTLE; module docstring)."""
         rounds, seconds, total = SETTLE[self.effort.quick]
         knees = self.knees("read")
+        lacking = self.unmatched(knees)
         end = time.monotonic() + total
-        for low, high in K.spans([k.size for k in [*knees, *self.unmatched(knees)]], NEAR, L.MATCH):
-            self.settle_span(low, high, rounds, min(end, time.monotonic() + seconds))
+        for low, high in K.spans([k.size for k in [*knees, *lacking]], NEAR, L.MATCH):
+            now = time.monotonic()
+            own = low * NEAR <= L.PER_UNIT_MAX  # the span of a compute unit's own cache
+            at_least = now + STEADY[self.effort.quick] if own else now
+            if any(low <= k.size <= high for k in lacking):  # the curves disagree: read longer
+                more, longer = DISAGREE[self.effort.quick]
+                self.settle_span(low, high, more, now + max(longer, STEADY[self.effort.quick]), at_least)
+            elif own:
+                self.settle_span(low, high, DISAGREE[self.effort.quick][0], at_least, at_least)
+            else:
+                self.settle_span(low, high, rounds, min(end, now + seconds))
 
-    def settle_span(self, low: float, high: float, rounds: int, deadline: float) -> None:
+    def settle_span(self, low: float, high: float, rounds: int, deadline: float,
+                    at_least: float = 0.0) -> None:
         """settle's rounds over the points from ``low`` to ``high`` bytes, stopped at
         ``deadline`` (time.monotonic) also inside a round: a large set's read or chase takes
-        tenths of a second on a loaded host."""
+        tenths of a second on a loaded host; agreement stops them only after ``at_least``."""
         effort = replace(self.effort, min_time_s=max(self.effort.min_time_s, SAMPLE_S))
         reads = [self.read[s] for s in self.curve("read")[0] if low <= s <= high]
         chases = [self.chase[s] for s in self.curve("chase")[0] if low <= s <= high]
@@ -199,7 +225,7 @@ class CpuSweep(CacheSweep):
                     return
                 agree.append(chaser.again(row, self.effort) <= row["latency_ns"] * AGREE)
             lacking = [k for k in self.unmatched(self.knees("read")) if low <= k.size <= high]
-            if all(agree) and not lacking:
+            if all(agree) and not lacking and time.monotonic() >= at_least:
                 return
 
     def levels(self, reported_bytes: int | None = None) -> list[dict[str, Any]]:
@@ -312,4 +338,4 @@ def caches(ctx: Any, effort: Effort, top: int | None = None) -> dict[str, Any]:
         cpu.release()
 
 
-__all__ = ["CHASE_PAST", "CpuSweep", "NEAR", "ROUNDS", "SETTLE", "caches", "cpu_top"]
+__all__ = ["CHASE_PAST", "CpuSweep", "DISAGREE", "NEAR", "ROUNDS", "SETTLE", "STEADY", "caches", "cpu_top"]

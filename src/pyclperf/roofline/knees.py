@@ -181,19 +181,42 @@ def _trim(vs: Sequence[float], lo: int, hi: int, tolerance: float, min_points: i
     return lo, hi
 
 
+def _trend(vs: Sequence[float], lo: int, hi: int, tolerance: float) -> float:
+    """How far a segment's values move from its small end to its large end (log, >= 0): the
+    median of its first half against the median of its second half (the middle point of an odd
+    count in neither), spikes left out first (an inner point beyond ``tolerance``, in log, of
+    both its neighbours on the same side: one quick or slow round, which a ramp never has). A
+    ramp moves by most of its spread; a plateau whose points scatter around one level moves by
+    little, however wide the scatter."""
+    logs = [math.log(v) for v in vs[lo:hi]]
+    kept = [logs[0]] + [b for a, b, c in zip(logs, logs[1:], logs[2:])
+                        if not (min(abs(b - a), abs(b - c)) > tolerance and (b - a) * (b - c) > 0)]
+    kept += logs[-1:] if len(logs) > 1 else []
+    half = len(kept) // 2
+
+    def median(part: list[float]) -> float:
+        part = sorted(part)
+        return (part[(len(part) - 1) // 2] + part[len(part) // 2]) / 2
+
+    return abs(median(kept[:half]) - median(kept[-half:])) if half else 0.0
+
+
 def _drop_sloped(spans: list[tuple[int, int]], vs: Sequence[float], delta: float) -> bool:
-    """Remove the plateau that is least flat beside its steps: one whose own spread (largest /
-    smallest value, outliers beyond delta / 2 of its median left out) exceeds the square root
-    of the smaller step to a neighbour is a stretch of a gradual slope, not a level (a ramp cut
-    into two-point "plateaus"). Its points become transition. True when one was removed."""
+    """Remove the plateau that is least flat beside its steps: one whose values trend from its
+    small end to its large end (_trend) by more than the square root of the smaller step to a
+    neighbour is a stretch of a gradual slope, not a level (a ramp cut into two-point
+    "plateaus"). Scatter without a trend is noise, not slope: a loaded CPU's L2 read plateau
+    scatters by 20% around one level beside a 1.4x step to its L1, and judging it by its spread
+    dropped it, and the L1 knee with it. Its points become transition. True when one was
+    removed."""
     xs = [0.0] * len(vs)
     flat = [_plateau(xs, vs, lo, hi, delta / 2) for lo, hi in spans]
     worst, excess = None, 0.0
     for i, p in enumerate(flat):
         steps = [abs(math.log(flat[j].value / p.value)) for j in (i - 1, i + 1) if 0 <= j < len(flat)]
-        spread = math.log(p.spread)
-        if steps and spread - min(steps) / 2 > excess and spread > delta / 2:
-            worst, excess = i, spread - min(steps) / 2
+        trend = _trend(vs, *spans[i], delta / 2)
+        if steps and trend - min(steps) / 2 > excess and trend > delta / 2:
+            worst, excess = i, trend - min(steps) / 2
     if worst is None:
         return False
     del spans[worst]
