@@ -137,6 +137,14 @@ def test_sets_lie_within_the_level_and_its_read_plateau():
             "read": read, "read_one_unit": {**read, "sizes": [128 * KiB, 512 * KiB]}}]
     assert levelcopy.sets(cpu, 0, 3) == [256 * KiB, 512 * KiB, 1 * MiB]
     assert levelcopy.sets([{"name": "L1", "size_bytes": 16 * KiB}], 0, 2) == []  # nothing fits
+    # A CPU device's groups must each copy more than the level below holds (floor, for the
+    # device): a level found at 380 KiB per unit under a 3.5 MiB L2 on two units leaves the L2
+    # one set between its floor (1.5 MiB) and half its size, and a higher floor none.
+    below = {"name": "level 2", "size_bytes": 380 * KiB, "unit_bytes": 380 * KiB}
+    l2 = {"name": "L2", "size_bytes": 3584 * KiB, "unit_bytes": 1792 * KiB, "os": {"spanned": 2}}
+    assert levelcopy.sets([below, l2], 1, 2) == [1 * MiB]
+    assert levelcopy.sets([below, l2], 1, 2, floor=2 * 2 * 380 * KiB) == [int((1520 * KiB * 1792 * KiB) ** 0.5) >> 7 << 7]
+    assert levelcopy.sets([below, l2], 1, 2, floor=2 * MiB) == []
 
 
 def _results(rows):

@@ -76,13 +76,13 @@ def plateau_bytes(level: dict[str, Any]) -> tuple[int, int] | None:
     return None
 
 
-def sets(levels: list[dict[str, Any]], at: int, count: int) -> list[int]:
+def sets(levels: list[dict[str, Any]], at: int, count: int, floor: int = 0) -> list[int]:
     """The copy's working sets (source and destination together) for level ``at``: powers of
-    two above twice the previous level's size, at most half this level's, within its read
-    plateau where it has one; the ``count`` largest (a set near the previous level's size is
-    partly served by it). Where no power of two fits, the middle of that range."""
+    two above twice the previous level's size (and ``floor``), at most half this level's,
+    within its read plateau where it has one; the ``count`` largest (a set near the previous
+    level's size is partly served by it). Where no power of two fits, the middle of that range."""
     size = int(levels[at]["size_bytes"])
-    low = max(SMALLEST, 2 * int(levels[at - 1]["size_bytes"]) if at else 0)
+    low = max(SMALLEST, floor, 2 * int(levels[at - 1]["size_bytes"]) if at else 0)
     high = size // 2
     plateau = plateau_bytes(levels[at])
     if plateau is not None and max(low, plateau[0]) <= min(high, plateau[1]):
@@ -198,13 +198,19 @@ def level_copy(ctx: Any, levels: list[dict[str, Any]], at: int, effort: Effort,
     gpu = bool(ctx.info.is_gpu)
     start = start or START[gpu]
     axes = axes if axes is not None else AXES[(gpu, effort.quick)]
-    chosen = at_sets or sets(levels, at, SETS[(gpu, effort.quick)])
+    # A CPU device's work-groups (one per compute unit at least) must each copy more than the
+    # level below holds: a level found just above another one whose instance is a unit's
+    # (no OS cache beside it) may leave no such set within half its own size.
+    floor = 0 if gpu else share_floor(ctx, levels, at)
+    chosen = at_sets or sets(levels, at, SETS[(gpu, effort.quick)],
+                             floor * max(1, int(ctx.info.compute_units)))
     what = f"kernels/ceilings.cl copy_passes within {levels[at]['name']}"
     if not chosen:
-        return missing("GB/s", what, "no set lies above twice the previous level and within half "
-                       "this one", "skipped")
+        return missing("GB/s", what, "no set lies above twice the previous level (on a CPU "
+                       "device, twice its instance per work-group) and within half this one",
+                       "skipped")
     try:
-        rig = CopyRig(ctx, max(chosen), effort, rng, min_share=share_floor(ctx, levels, at))
+        rig = CopyRig(ctx, max(chosen), effort, rng, min_share=floor)
     except MemoryError as exc:
         return missing("GB/s", what, f"MemoryError: {exc}", "failed")
     try:
