@@ -104,11 +104,11 @@ def test_pocl_cache_levels_exist_and_are_named_only_where_the_os_agrees(roofline
             assert level["name"] == "LLC" or level["name"].startswith("level "), level
     # The first level, a compute unit's own data cache, shows on any machine, busy or not, set
     # beside the OS's L1d. Named L1 where its knee lies within 25% of the L1d's size; on a
-    # virtual machine whose host runs the core's other thread for long stretches (a CI runner's
-    # sanitizer stage: 38 and 45 KiB sets read at 160 GB/s against 32 KiB's 237 for the whole
-    # profile) the L1 this thread keeps is smaller, its knee at 37 KiB of 48, and the level is
-    # "level 1", its record saying how far the OS's figure is: never named after a cache it does
-    # not match, never another cache's.
+    # virtual machine whose host runs the core's other thread for long stretches (a 2-core
+    # guest: 38 and 45 KiB sets read at 160 GB/s against 32 KiB's 237 for a whole profile;
+    # CI's sanitizer stage once) the L1 this thread keeps is smaller, its knee at 37 KiB of
+    # 48, and the level is "level 1", its record saying how far the OS's figure is: never
+    # named after a cache it does not match, never another cache's.
     first = data["caches"][0]
     assert first["os"]["name"] == "L1d" and first["label"] == "L1/local-cache-sized", data["caches"]
     assert first["name"] == "L1" or (
