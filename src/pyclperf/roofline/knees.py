@@ -26,6 +26,7 @@ known steps, the profile with the device's own curves (pyclperf.roofline.memory)
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -193,12 +194,7 @@ def _trend(vs: Sequence[float], lo: int, hi: int, tolerance: float) -> float:
                         if not (min(abs(b - a), abs(b - c)) > tolerance and (b - a) * (b - c) > 0)]
     kept += logs[-1:] if len(logs) > 1 else []
     half = len(kept) // 2
-
-    def median(part: list[float]) -> float:
-        part = sorted(part)
-        return (part[(len(part) - 1) // 2] + part[len(part) // 2]) / 2
-
-    return abs(median(kept[:half]) - median(kept[-half:])) if half else 0.0
+    return abs(statistics.median(kept[:half]) - statistics.median(kept[-half:])) if half else 0.0
 
 
 def _drop_sloped(spans: list[tuple[int, int]], vs: Sequence[float], delta: float) -> bool:
