@@ -178,36 +178,40 @@ def test_a_length_scale_prior_adds_its_log_density_and_holds_the_fit_near_its_ce
     assert np.all(np.isfinite(mu)) and np.all(sd > 0)
 
 
-def test_the_prior_holds_only_while_observations_are_few_against_the_coordinates(
-        monkeypatch) -> None:
-    """Six parameters of powers of two: 6 + 15 coordinates, so the fit at 9 observations (a
-    budget of 30 starts from 9; fewer than 0.45 x 21) takes the prior and the later ones do
-    not; a budget of 40 starts from 12 and never takes it."""
+def test_every_fit_takes_the_prior_and_starts_at_its_centre(monkeypatch) -> None:
+    """Six parameters of powers of two (6 + 15 coordinates): each refit of a run, the first at 9
+    observations (a budget of 30) or 12 (40), is held by the length-scale prior and starts from
+    its centre, not from where the last fit ended, and ends elsewhere (so a warm start would
+    show)."""
     import itertools
     import random
 
     from pyclperf.tuner.search import auto
 
-    fits: list[tuple[int, object]] = []
+    fits: list[tuple[int, object, np.ndarray, np.ndarray]] = []
 
     class Watched(auto.PoolGP):
         def refit(self, rows, y, maxiter=50):
-            fits.append((len(rows), self.prior))
+            started = self.theta.copy()
             super().refit(rows, y, maxiter)
+            fits.append((len(rows), self.prior, started, self.theta.copy()))
 
     monkeypatch.setattr(auto, "PoolGP", Watched)
     levels = [[1, 2, 4]] * 6
     X = np.array(list(itertools.product(range(3), repeat=6)))
     sizes = np.full(6, 3)
-    assert auto.coordinates(X, sizes, levels).shape[1] == 21
+    D = auto.coordinates(X, sizes, levels).shape[1]
+    assert D == 21
     objective = (X * np.arange(1, 7)).sum(1) + 1.0
+    centre = np.log(auto.LENGTH_PRIOR[0])
     for budget in (30, 40):
         fits.clear()
         gen = auto.program(X, sizes, random.Random(5), budget, levels)
         i = next(gen)
         for _ in range(budget - 1):
             i = gen.send(float(objective[i]))
-        held = [n for n, prior in fits if prior is not None]
-        assert held == ([9] if budget == 30 else [])
         assert fits[0][0] == (9 if budget == 30 else 12) and len(fits) > 2
-        assert all(prior in (None, auto.LENGTH_PRIOR) for _, prior in fits)
+        for n, prior, started, ended in fits:
+            assert prior == auto.LENGTH_PRIOR, n
+            assert np.allclose(started[:D], centre), n
+            assert not np.allclose(ended[:D], centre), n

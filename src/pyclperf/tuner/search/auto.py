@@ -9,14 +9,14 @@ then spends its budget exploring; a local or evolutionary search needs many eval
 there. So one model, a Gaussian process on log-time (search/gp_pool.py), ranks candidates by
 expected improvement, but each step first narrows them to one region, chosen at random:
 
-* local (40%): the smallest Hamming ball around the best configuration so far that holds
+* local (35%): the smallest Hamming ball around the best configuration so far that holds
   unevaluated ones (radius 1, then 2, 3, ...): a model-ordered neighbourhood descent, which finds
   a needle next to a good configuration;
-* recombination (30%): configurations whose every value (or an index neighbour of it) is one of
+* recombination (25%): configurations whose every value (or an index neighbour of it) is one of
   the four best configurations': a model-ranked crossover of the elite;
 * another basin (15%): the Hamming ball around the best of another niche (a good configuration
   at least two parameters from the better ones), so a second basin stays alive against a trap;
-* global (15%): every unevaluated configuration, ranked against a target past the best (below).
+* global (25%): every unevaluated configuration, ranked against a target past the best (below).
 
 The model's coordinates are each parameter's value index scaled to [0, 1] and, for a parameter
 of more than two positive integer values, two more where they say something the index does not
@@ -46,17 +46,23 @@ and the good one holds few, that raised the runs (30 seeds) that leave those pla
 evaluations from 18 to 26, the median at 50 from 0.70 to 0.80 and the 10th percentile at 200
 from 0.84 to 0.93.
 
-With many coordinates and few observations (the GEMM spaces' 38 against 6-17) the marginal
-likelihood alone puts a few length scales at their lower bound and most others at their upper,
-and the model then ranks by those few coordinates; so while the observations number fewer than
-0.45 times the coordinates the fit is the most probable under a log-normal prior on each length
-scale (centre 2, the coordinates' range being 1; width 0.7 in log), which keeps the model smooth
-until the data say otherwise. On the hub's GEMM spaces (90 seeds) that raised the median at 20
-evaluations from 0.81-0.89 to 0.85-0.92 and the 10th percentile from 0.72-0.78 to 0.75-0.85.
-The other hub spaces have 8-13 coordinates and, at a budget of 20 or more, at least 6
-observations at the first fit, so they are left as they were: under a bound of one half the
-convolutions' first fit at 20 evaluations (6 observations, 13 coordinates) took the prior too,
-and the held-out MI250X and W7800 convolutions lost 0.03 and 0.02 of mean fraction there.
+Every fit of the model's hyperparameters is the most probable under a log-normal prior on each
+length scale (centre 4, the coordinates' range being 1; width 0.7 in log) and starts at that
+centre, not at the last fit. The marginal likelihood alone, warm-started, sat in whichever
+optimum it had found first: with many coordinates and few observations (the GEMM spaces' 38
+against 6-17) a few length scales at their lower bound and most at their upper, the model then
+ranking by those few coordinates; on the convolutions, short length scales that leave the
+model little to say beyond its observations' neighbours (on the A100 at 40 evaluations, 20 runs,
+a fit by the likelihood alone ranked the configurations of 0.79 of the optimum or more at a
+median of 319th of the unevaluated for a global step; one under the prior at 178th). A fit that
+starts afresh under a prior favouring smooth models ranks by what the observations share. On the hub's spaces (seeds 90-149, mean fraction of the optimum) it
+raised the A100 convolution at 100 evaluations from 0.81 to 0.88 and at 200 from 0.92 to 0.98,
+the A6000's at 100 from 0.89 to 0.96, the A4000's from 0.92 to 0.95 and the RTX 3090 GEMM's at 50
+from 0.95 to 0.98; at a budget of 20, the held-out MI250X convolution from 0.53 to 0.58, the
+others within 0.04. With that model a quarter of the steps global (not 15%) raised the A100's
+median at 50 from 0.68 to 0.83 and the A4000's mean at 100 from 0.95 to 0.96, for 0.01-0.02 less
+on the RTX 3090 GEMM at 50 and the A100 at 200. A global target at the best itself (no ambition)
+helped the A100 at 100 but cost the A4000 0.05 there (120 seeds), so the ambition stays.
 
 It starts from 12 configurations drawn with balanced value counts per parameter (a maximin
 design in index space picks corners, usually poor block sizes), or from 30% of a budget under
@@ -83,14 +89,14 @@ from .stepwise import Stepwise
 
 # The model's share of each region's steps (the rest are global), the elite and niche sizes,
 # and the refit schedule, as measured on the hub's spaces.
-LOCAL, RECOMBINE, NICHE = 0.40, 0.30, 0.15
+LOCAL, RECOMBINE, NICHE = 0.35, 0.25, 0.15
 START, START_SHARE, ELITE, LEADERS, NICHE_DISTANCE = 12, 0.3, 4, 3, 2
 # How much better than the best so far (in log-time) a global step's target is.
 GLOBAL_AMBITION = 0.5
 REFIT_EVERY, REFIT_FAST_UNTIL, REFIT_GROWTH = 5, 40, 1.3
-# While the observations number fewer than PRIOR_WHILE times the model's coordinates, a
-# log-normal prior (centre, width in log) holds its length scales long.
-LENGTH_PRIOR, PRIOR_WHILE = (2.0, 0.7), 0.45
+# A log-normal prior (centre, width in log) on the model's length scales; every fit starts at
+# its centre.
+LENGTH_PRIOR = (4.0, 0.7)
 # Evaluations one model run plans for when no budget is given (a time limit alone): the search
 # starts again, its model refitted from what is known, each time it has spent them.
 UNBOUNDED = 1000
@@ -177,6 +183,8 @@ def program(X: np.ndarray, sizes: np.ndarray, pyrng: random.Random, budget: int,
         told(i, (yield i))
     gp: PoolGP | None = None
     fitted = 0
+    # length scales at the prior's centre, unit signal variance, little noise
+    start_theta = np.r_[np.full(Z.shape[1], np.log(LENGTH_PRIOR[0])), 0.0, np.log(1e-3)]
     while len(rows) < budget:
         if sum(v is not None for v in values) < 2:   # nothing to model yet
             i = int(rng.choice(np.flatnonzero(~done)))
@@ -188,8 +196,7 @@ def program(X: np.ndarray, sizes: np.ndarray, pyrng: random.Random, budget: int,
         if gp is None or (n < REFIT_FAST_UNTIL and n - fitted >= REFIT_EVERY) \
                 or (n >= REFIT_FAST_UNTIL and n >= fitted * REFIT_GROWTH):
             fitted = n
-            gp = PoolGP(Z, cap=budget + 1, theta=None if gp is None else gp.theta,
-                        prior=LENGTH_PRIOR if n < PRIOR_WHILE * Z.shape[1] else None)
+            gp = PoolGP(Z, cap=budget + 1, theta=start_theta, prior=LENGTH_PRIOR)
             gp.refit(rows, y)
         else:
             for j in rows[len(gp.rows):]:

@@ -5,9 +5,9 @@ Model: log-time as a Gaussian process with an ARD Matern-3/2 kernel (one length 
 coordinate) on the coordinates the caller gives, in [0, 1] (auto.coordinates: each parameter's
 value index, for some integer parameters their log and largest power-of-two divisor, and for
 pairs of power-of-two parameters the log of their product), a signal variance and a noise
-variance. Its hyperparameters maximise the marginal likelihood (SciPy's L-BFGS-B, warm-started,
-on a schedule the caller sets), times a log-normal prior on the length scales where the caller
-gives one; between fits a new observation extends the Cholesky factor by one
+variance. Its hyperparameters maximise the marginal likelihood (SciPy's L-BFGS-B from where the
+caller starts it, on a schedule the caller sets), times a log-normal prior on the length scales
+where the caller gives one; between fits a new observation extends the Cholesky factor by one
 row, and with it V = L^-1 K(observed, pool), so the posterior mean and variance of every pool row
 cost O(n N) per evaluation rather than a refit's O(n^2 N). No library keeps a posterior over a
 candidate pool incrementally, which is what makes ranking every configuration of a 17k-space at
