@@ -215,3 +215,88 @@ def test_every_fit_takes_the_prior_and_starts_at_its_centre(monkeypatch) -> None
             assert prior == auto.LENGTH_PRIOR, n
             assert np.allclose(started[:D], centre), n
             assert not np.allclose(ended[:D], centre), n
+
+
+def test_niche_leaders_are_apart_and_near_the_best_in_time() -> None:
+    """The best first; then, in order of objective, rows at least NICHE_DISTANCE (2) parameters
+    from every leader taken; with a bound, none past it."""
+    from pyclperf.tuner.search.auto import niche_leaders
+
+    X = np.array([[0, 0, 0], [0, 0, 1], [1, 1, 0], [2, 2, 2], [1, 2, 1]])
+    seen = np.array([3, 0, 1, 2, 4])                    # evaluated rows, in evaluation order
+    y = np.array([0.0, 0.05, 0.1, 0.15, 0.3])           # their objectives
+    order = np.argsort(y)
+    # in order of objective: rows 3, 0, 1, 2, 4; row 1 is one parameter from row 0, a leader
+    assert niche_leaders(X, seen, order, 5) == [3, 0, 2, 4]
+    assert niche_leaders(X, seen, order, 2) == [3, 0]
+    assert niche_leaders(X, seen, order, 5, 0.2, y) == [3, 0, 2]
+    assert niche_leaders(X, seen, order, 5, 0.0, y) == [3]
+
+
+def test_balls_are_each_centres_smallest_ball_holding_a_candidate() -> None:
+    import itertools
+
+    from pyclperf.tuner.search.auto import balls
+
+    X = np.array(list(itertools.product(range(3), repeat=3)))
+    row = {tuple(x): k for k, x in enumerate(X)}
+    cand = np.ones(len(X), dtype=bool)
+    a, b = row[0, 0, 0], row[2, 2, 2]
+    # every neighbour of a evaluated: its smallest ball with candidates has radius 2
+    for k, x in enumerate(X):
+        if (x != X[a]).sum() <= 1:
+            cand[k] = False
+    cand[b] = False
+    near = balls(X, cand, [a, b])
+    distance_a, distance_b = (X != X[a]).sum(1), (X != X[b]).sum(1)
+    assert np.array_equal(near, cand & ((distance_a == 2) | (distance_b == 1)))
+    assert np.array_equal(balls(X, cand, [b]), cand & (distance_b == 1))
+
+
+def test_local_steps_search_around_every_leader_near_the_best(monkeypatch) -> None:
+    """With every step local: each step's centres are the best so far and niche leaders within
+    LOCAL_WITHIN of it in log-time. A run whose start found both a flat plateau and the rim of
+    a bowl 10% slower (four switches apart) descends the bowl to the optimum; searching around
+    the best alone it walks the plateau (it does, on seeds 1, 4 and 5 of these)."""
+    import itertools
+    import random
+
+    from pyclperf.tuner.search import auto
+
+    calls: list[tuple[list[int], float]] = []     # each local step's centres, the best then
+    seen: list[int] = []
+    original = auto.balls
+
+    def watched(X, cand, centres):
+        calls.append((list(centres), min(objective[seen])))
+        return original(X, cand, centres)
+
+    monkeypatch.setattr(auto, "balls", watched)
+    monkeypatch.setattr(auto, "LOCAL", 1.0)
+    monkeypatch.setattr(auto, "RECOMBINE", 0.0)
+    monkeypatch.setattr(auto, "NICHE", 0.0)
+    levels = [list(range(1, 9)), list(range(1, 9))] + [[0, 1]] * 4
+    X = np.array(list(itertools.product(range(8), range(8), *[range(2)] * 4)))
+    sizes = np.array([8, 8, 2, 2, 2, 2])
+    # four switches all off: a flat plateau at 1.0; all on: a bowl whose rim is 10% slower and
+    # whose bottom, (6, 6), is the optimum at 0.5; any other setting: slow
+    bowl = 1.1 - 0.6 * np.exp(-((X[:, 0] - 6) ** 2 + (X[:, 1] - 6) ** 2) / 8.0)
+    switches = X[:, 2:].sum(1)
+    objective = np.where(switches == 0, 1.0, np.where(switches == 4, np.maximum(bowl, 0.5), 3.0))
+    both = 0
+    for seed in range(8):
+        calls.clear()
+        seen.clear()
+        gen = auto.program(X, sizes, random.Random(seed), 60, levels)
+        i = next(gen)
+        for _ in range(59):
+            seen.append(i)
+            i = gen.send(float(objective[i]))
+        for centres, best in calls:
+            assert objective[centres[0]] == best
+            assert all(objective[c] <= np.exp(auto.LOCAL_WITHIN) * best for c in centres[1:])
+        start = switches[seen[:auto.START]]
+        if (start == 0).any() and (start == 4).any():
+            both += 1
+            assert min(objective[seen]) == objective.min(), seed
+    assert both >= 2

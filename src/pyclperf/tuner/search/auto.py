@@ -9,9 +9,12 @@ then spends its budget exploring; a local or evolutionary search needs many eval
 there. So one model, a Gaussian process on log-time (search/gp_pool.py), ranks candidates by
 expected improvement, but each step first narrows them to one region, chosen at random:
 
-* local (35%): the smallest Hamming ball around the best configuration so far that holds
-  unevaluated ones (radius 1, then 2, 3, ...): a model-ordered neighbourhood descent, which finds
-  a needle next to a good configuration;
+* local (35%): around the best configuration so far, and around each niche leader (a good
+  configuration at least two parameters from every better leader; up to four) at most 22%
+  slower than it, the smallest Hamming ball that holds unevaluated ones (radius 1, then 2,
+  3, ...), all of them ranked together: a model-ordered neighbourhood descent, which finds a
+  needle next to a good configuration, and which leaves a flat plateau (where the model expects
+  little) for a slightly slower basin where it expects more (below);
 * recombination (25%): configurations whose every value (or an index neighbour of it) is one of
   the four best configurations': a model-ranked crossover of the elite;
 * another basin (15%): the Hamming ball around the best of another niche (a good configuration
@@ -95,6 +98,9 @@ from .stepwise import Stepwise
 # and the refit schedule, as measured on the hub's spaces.
 LOCAL, RECOMBINE, NICHE = 0.35, 0.25, 0.15
 START, START_SHARE, ELITE, LEADERS, NICHE_DISTANCE = 12, 0.3, 4, 3, 2
+# A local step searches the balls around the best and around up to four more niche leaders
+# whose log-time is within this of the best's (0.2: at most 22% slower).
+LOCAL_LEADERS, LOCAL_WITHIN = 5, 0.2
 # How much better than the best so far (in log-time) a global step's target is.
 GLOBAL_AMBITION = 0.5
 REFIT_EVERY, REFIT_FAST_UNTIL, REFIT_GROWTH = 5, 40, 1.3
@@ -161,6 +167,34 @@ def coordinates(X: np.ndarray, sizes: np.ndarray,
     return np.hstack(columns)
 
 
+def niche_leaders(X: np.ndarray, seen: np.ndarray, order: np.ndarray, most: int,
+                  within: float = np.inf, y: np.ndarray | None = None) -> list[int]:
+    """The best evaluated row, then in order of objective (``order``: positions in ``seen``,
+    best first) each one at least NICHE_DISTANCE parameters from every one already taken, up to
+    ``most`` rows; with ``y``, only those whose objective is at most ``within``."""
+    leaders = [int(seen[order[0]])]
+    for j in order[1:]:
+        if len(leaders) >= most or (y is not None and y[j] > within):
+            break
+        if min((X[seen[j]] != X[c]).sum() for c in leaders) >= NICHE_DISTANCE:
+            leaders.append(int(seen[j]))
+    return leaders
+
+
+def balls(X: np.ndarray, cand: np.ndarray, centres: Sequence[int]) -> np.ndarray:
+    """The rows of ``cand`` (a mask) in the union of each centre's smallest Hamming ball (radius
+    1, 2, ...) that holds any of them."""
+    near = np.zeros(len(X), dtype=bool)
+    for centre in centres:
+        distance = (X != X[centre]).sum(1)
+        for radius in range(1, X.shape[1] + 1):
+            ball = cand & (distance <= radius)
+            if ball.any():
+                near |= ball
+                break
+    return near
+
+
 def program(X: np.ndarray, sizes: np.ndarray, pyrng: random.Random, budget: int,
             levels: Sequence[Sequence[Any]] | None = None) -> Generator[int, Any, None]:
     """The search over the rows of ``X`` (value indices of the candidates), yielding the row to
@@ -212,22 +246,17 @@ def program(X: np.ndarray, sizes: np.ndarray, pyrng: random.Random, budget: int,
         u = rng.random()
         ambition = 0.0
         if u < LOCAL or u >= 1 - NICHE:
-            centre = seen[order[0]]
-            if u >= 1 - NICHE:                          # the leader of another niche
-                leaders = [seen[order[0]]]
-                for j in order[1:]:
-                    if len(leaders) >= LEADERS:
-                        break
-                    if min((X[seen[j]] != X[c]).sum() for c in leaders) >= NICHE_DISTANCE:
-                        leaders.append(seen[j])
-                if len(leaders) > 1:
-                    centre = leaders[rng.integers(1, len(leaders))]
-            distance = (X != X[centre]).sum(1)
-            for radius in range(1, D + 1):              # the smallest ball with unevaluated rows
-                ball = cand & (distance <= radius)
-                if ball.any():
-                    cand = ball
-                    break
+            if u < LOCAL:                               # the best and the basins near it in time
+                scale = 1.0 if logged else float(y.std())
+                centres = niche_leaders(X, seen, order, LOCAL_LEADERS,
+                                        y[order[0]] + LOCAL_WITHIN * scale, y)
+            else:                                       # the leader of another niche
+                leaders = niche_leaders(X, seen, order, LEADERS)
+                centres = [leaders[rng.integers(1, len(leaders))] if len(leaders) > 1
+                           else leaders[0]]
+            near = balls(X, cand, centres)
+            if near.any():
+                cand = near
         elif u < LOCAL + RECOMBINE:
             elite = X[seen[order[:ELITE]]]
             near = np.ones(N, dtype=bool)
