@@ -183,15 +183,13 @@ def niche_leaders(X: np.ndarray, seen: np.ndarray, order: np.ndarray, most: int,
 
 def balls(X: np.ndarray, cand: np.ndarray, centres: Sequence[int]) -> np.ndarray:
     """The rows of ``cand`` (a mask) in the union of each centre's smallest Hamming ball (radius
-    1, 2, ...) that holds any of them."""
+    1, 2, ...) that holds any of them: for each centre, the candidates nearest it."""
     near = np.zeros(len(X), dtype=bool)
-    for centre in centres:
-        distance = (X != X[centre]).sum(1)
-        for radius in range(1, X.shape[1] + 1):
-            ball = cand & (distance <= radius)
-            if ball.any():
-                near |= ball
-                break
+    pool = np.flatnonzero(cand)
+    if len(pool):
+        for centre in centres:
+            distance = (X[pool] != X[centre]).sum(1)
+            near[pool[distance == distance.min()]] = True
     return near
 
 
