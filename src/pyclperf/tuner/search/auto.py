@@ -49,6 +49,16 @@ and the good one holds few, that raised the runs (30 seeds) that leave those pla
 evaluations from 18 to 26, the median at 50 from 0.70 to 0.80 and the 10th percentile at 200
 from 0.84 to 0.93.
 
+A local step's other centres: on the hub's A100 convolution configurations of 0.64-0.68 of the
+optimum fill flat regions (read_only 0, block widths of powers of two), and a run whose best was
+there kept refining that plateau, where the model expects nothing, while configurations of the
+good region (read_only 1, use_padding 0, use_shmem 1) at 0.60-0.62 were known and left. With the
+balls of every leader within 22% ranked together, the runs below 0.79 of the optimum at 100
+evaluations fell from 32% to 24% (seeds 300-419; mean 0.858 to 0.887), and through the benchmark
+the A100's 10th percentile at 200 rose from 0.93 and 0.68 (seeds 0-29, 90-119) to 1.00; the
+A4000 and A6000 moved within their noise (mean at 100 on seeds 300-419: 0.956 to 0.964, 0.950 to
+0.951).
+
 Every fit of the model's hyperparameters is the most probable under a log-normal prior on each
 length scale (centre 4, the coordinates' range being 1; width 0.7 in log) and starts at that
 centre, not at the last fit. The marginal likelihood alone, warm-started, sat in whichever
