@@ -141,3 +141,34 @@ def test_this_machine_reports_some_cache_when_it_is_linux():
     found = O.os_caches()
     assert found and all(c.size_bytes > 0 and c.instances >= 1 for c in found)
     assert [c.level for c in found] == sorted(c.level for c in found)
+
+
+def test_a_chase_step_between_sloped_sides_that_do_not_overlap_is_a_level():
+    """Measured on this project's 2-core CI guest under the sanitizer (a pyclperf profile
+    --quick): the read curve leaves the 48 KiB L1d at 49 KiB and the L2 at 1,902 KiB; the chase
+    steps 2.74x at the first, from 2.09-3.19 ns inside to 4.53-8.26 ns past it, where it climbs
+    through the L2. The two sides' spreads together (1.52 x 1.82) exceed the step, yet every
+    point inside is faster than every point past: the L1 is a level. A step of 2x between sides
+    that overlap is not."""
+    def knee(size, below, above, before, after):
+        return K.Knee(size, below, above, K.Plateau(0, 3, before, 16 * KiB, below, 1.04),
+                      K.Plateau(4, 9, after, above, 2 * above, 1.05))
+
+    bw = [knee(49 * KiB, 46336, 55040, 230.0, 141.0), knee(1902 * KiB, 1024 * KiB, 1448 * KiB,
+                                                          141.0, 30.0)]
+    sizes = [s * KiB for s in (16, 32, 36, 64, 72, 128, 256, 512, 1024, 1424, 2048, 2852, 4096)]
+    chase = [2.09, 2.21, 3.19, 3.33, 4.19, 4.53, 5.15, 6.07, 7.19, 8.26, 15.68, 33.45, 46.79]
+    levels, notes = C.cpu_levels(bw, (sizes, chase), CPU[:2], units=2)
+    assert [lv.name for lv in levels] == ["L1", "L2"], notes
+    step = levels[0].end.latency
+    assert step.ratio == pytest.approx(6.07 / 2.21)
+    assert step.ratio < step.before.spread * step.after.spread and not C.stands_out(step, C.CHASE_STEP)
+    upper = bw[1].size * C.INSIDE
+    assert C.apart(bw[0], sizes, chase, 0.0, upper)
+    # 2x between medians (2.2 and 4.4 ns), each side spreading 1.6x, the slowest point inside
+    # (3.2) past the fastest past the level (3.0): neither test passes, no level
+    overlapping = [2.0, 2.2, 3.2, 3.33, 4.19, 3.0, 4.0, 4.4, 4.6, 4.8] + chase[10:]
+    assert not C.apart(bw[0], sizes, overlapping, 0.0, upper)
+    levels, notes = C.cpu_levels(bw, (sizes, overlapping), CPU[:2], units=2)
+    assert [lv.name for lv in levels] == ["L2"]
+    assert any("the chase steps 2.00x there, within its spread: no level" in n for n in notes), notes
