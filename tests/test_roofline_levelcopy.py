@@ -49,7 +49,7 @@ def test_every_level_of_the_profile_has_a_copy_ceiling(roofline_profiles):
     assert measured, "no level has a copy ceiling"
     # A kernel that reads and writes within a level is held against the higher of its figures.
     profile = Profile(data)
-    level = data["caches"][-1]
+    level = [c for c in data["caches"] if c["copy"]["status"] == "ok"][-1]  # skipped: no set
     from pyclperf.roofline.explaining import memory_roof
 
     roof, _ = memory_roof(profile, level["copy"]["bytes"], True, True)
