@@ -172,3 +172,43 @@ def test_a_chase_step_between_sloped_sides_that_do_not_overlap_is_a_level():
     levels, notes = C.cpu_levels(bw, (sizes, overlapping), CPU[:2], units=2)
     assert [lv.name for lv in levels] == ["L2"]
     assert any("the chase steps 2.00x there, within its spread: no level" in n for n in notes), notes
+
+
+def _knee(size, before, after):
+    return K.Knee(size, size * 0.9, size * 1.1, K.Plateau(0, 3, before, size / 4, size * 0.9, 1.04),
+                  K.Plateau(4, 9, after, size * 1.1, size * 2, 1.05))
+
+
+def test_a_read_dip_inside_the_l2_is_no_level_of_its_own():
+    """Measured on this project's 2-core CI guest (a pyclperf profile --quick, make test): the
+    read curve's knees at 49, 1,148, 2,320 and 65,897 KiB, the second a dip inside the 2 MiB L2
+    (140 to 108 GB/s). Between it and the L2's knee the chase had one point, 10.59 ns at
+    1,722 KiB against about 6 ns inside, and that made a level of 1.12 MiB between the L1 and
+    the L2. The chase points here are as the profile places them (0.75x and 1.5x each knee,
+    besides powers of two), with the values recorded there where the record had them."""
+    bw = [_knee(49 * KiB, 230.0, 141.0), _knee(1148 * KiB, 141.0, 108.0),
+          _knee(2320 * KiB, 108.0, 40.0), _knee(65897 * KiB, 40.0, 10.0)]
+    points = {16: 2.09, 32: 2.21, 36: 3.19, 64: 3.33, 73: 4.19, 128: 4.53, 256: 5.15, 512: 6.06,
+              861: 6.9, 1024: 7.19, 1722: 10.59, 2048: 15.68, 3480: 30.0, 4096: 33.45, 8192: 40.0,
+              16384: 45.0, 32768: 60.0, 49423: 80.0, 65536: 100.0, 98845: 130.0, 131072: 140.0}
+    sizes = [s * KiB for s in points]
+    chase = list(points.values())
+    # the old rule: each knee's chase sides bounded by its neighbours, the dip's past side the
+    # single point at 1,722 KiB, which stands out of the inside's spread (1.89x > 1.52x)
+    step = C.latency_step(bw[1], sizes, chase, bw[0].size * C.PAST, bw[2].size * C.INSIDE)
+    assert step is not None and C.stands_out(step, C.CHASE_STEP)
+    levels, notes = C.cpu_levels(bw, (sizes, chase), CPU, units=2)
+    assert [lv.name for lv in levels][:2] == ["L1", "L2"], notes
+    assert len(levels) == 3 and levels[1].unit_bytes == 2320 * KiB
+    assert any("at 1148 KiB lies within 2.5x of a larger one at 2320 KiB" in n for n in notes), notes
+
+
+def test_close_read_knees_keep_the_larger_step_and_far_ones_stay():
+    small, large = _knee(1000 * KiB, 140.0, 108.0), _knee(2200 * KiB, 108.0, 40.0)
+    assert C.merged([large, small])[0] == [large]
+    assert C.merged([_knee(1000 * KiB, 140.0, 40.0), _knee(2200 * KiB, 40.0, 30.0)])[0][0].size == 1000 * KiB
+    far = _knee(4 * 1000 * KiB, 108.0, 40.0)
+    assert C.merged([small, far]) == ([small, far], [])
+    # a run of close knees reduces to its largest step, however many
+    run = [_knee(s * KiB, 100.0, 100.0 / r) for s, r in ((1000, 1.3), (1600, 2.5), (2400, 1.4))]
+    assert C.merged(run)[0] == [run[1]]

@@ -8,6 +8,8 @@ at one instance's size, as the OS reports it, whatever the other units do. So he
 1. The read curve's knees (knees.py) count only where they stand out of the spread: the step
    between the two plateaus is at least ``knees.MIN_STEP`` and larger than the two plateaus'
    own spreads together. The read knee sizes the level: a stream leaves a cache all at once.
+   Knees within ``MERGE`` of each other are one level's end (``merged``): the largest step of
+   them stands for it, since a dip inside a level must not become a level of its own.
 2. The chase must step there too (``latency_step``): its points inside the level (up to
    ``INSIDE`` x the knee) against its points past it (from ``PAST`` x the knee), each side up to
    the neighbouring read knees, by ``CHASE_STEP`` at least, and either out of their spread the
@@ -29,6 +31,7 @@ Pure arithmetic on knees and OS figures: tests drive it with synthetic curves.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -46,6 +49,13 @@ NAMED = 1.25   # a level is named after the OS cache only this close to its size
 # end steps 1.8x (a last level to DRAM) to 5x and more.
 CHASE_STEP = 1.6
 OUTLIER = 1.5  # a chase point this far from its side's median is left out of that side's spread
+# Two read knees closer than this are one level's end, not two: the chase is compared from PAST x
+# the first to INSIDE x the second, and at 2x apart that leaves one or two points, where a random
+# walk still leaves the first level gradually. A 2-core guest's read curve dipped at 1 MiB inside
+# its 2 MiB L2 (141 to 108 GB/s, a knee at 1,148 KiB beside the L2's at 2,320 KiB), and the one
+# chase point between (10.6 ns against 6.1) made a level that does not exist. No CPU's levels lie
+# this close: each is at least 4x the last.
+MERGE = 2.5
 
 
 def stands_out(knee: K.Knee, min_step: float = K.MIN_STEP) -> bool:
@@ -96,17 +106,17 @@ def _near(values: Sequence[float], index: Sequence[int]) -> tuple[float, list[fl
     """The median of points ``index`` of a curve, and those points within OUTLIER of it,
     sorted."""
     part = sorted(values[i] for i in index)
-    mid = len(part) // 2
-    median = part[mid] if len(part) % 2 else (part[mid - 1] + part[mid]) / 2
+    median = statistics.median(part)
     return median, [v for v in part if 1 / OUTLIER <= v / median <= OUTLIER] or [median]
 
 
-def _flat(sizes: Sequence[float], values: Sequence[float], index: Sequence[int]) -> K.Plateau:
+def _flat(sizes: Sequence[float], values: Sequence[float],
+          index: Sequence[int]) -> tuple[K.Plateau, list[float]]:
     """Points ``index`` of a curve as a plateau: their median, and the spread (largest /
     smallest) of those within OUTLIER of it (one point that another process's work slowed, a
-    36 KiB chase at 2.9 ns among 1.6s, is not the level's spread)."""
+    36 KiB chase at 2.9 ns among 1.6s, is not the level's spread); and those points, sorted."""
     median, near = _near(values, index)
-    return K.Plateau(index[0], index[-1], median, sizes[index[0]], sizes[index[-1]], near[-1] / near[0])
+    return K.Plateau(index[0], index[-1], median, sizes[index[0]], sizes[index[-1]], near[-1] / near[0]), near
 
 
 def _sides(knee: K.Knee, sizes: Sequence[float], lower: float,
@@ -117,6 +127,21 @@ def _sides(knee: K.Knee, sizes: Sequence[float], lower: float,
     return inside, past
 
 
+def _step(knee: K.Knee, sizes: Sequence[float], values: Sequence[float], lower: float,
+          upper: float) -> tuple[K.Knee, bool] | None:
+    """``latency_step`` and ``apart`` from one pass over the two sides."""
+    inside, past = _sides(knee, sizes, lower, upper)
+    if not inside or not past:
+        return None
+    (before, near_in), (after, near_past) = _flat(sizes, values, inside), _flat(sizes, values, past)
+    middle = math.sqrt(before.value * after.value)
+    j = next((i for i in range(inside[-1], past[0]) if values[i + 1] >= middle), past[0] - 1)
+    a, b = values[j], values[j + 1]
+    t = min(1.0, max(0.0, math.log(middle / a) / math.log(b / a))) if b > a > 0 else 0.5
+    where = 2.0 ** (math.log2(sizes[j]) + t * (math.log2(sizes[j + 1]) - math.log2(sizes[j])))
+    return K.Knee(where, sizes[j], sizes[j + 1], before, after), near_in[-1] < near_past[0]
+
+
 def apart(knee: K.Knee, sizes: Sequence[float], values: Sequence[float], lower: float,
           upper: float) -> bool:
     """Whether every chase point inside the level (outliers left out, as in its spread) is
@@ -124,10 +149,8 @@ def apart(knee: K.Knee, sizes: Sequence[float], values: Sequence[float], lower: 
     spreads' product overstates the noise there: a 2 MiB L2's chase climbs from 4.5 to 8.3 ns
     (a 1.8x spread that is a trend) and a step of 2.7x out of an L1 at 2.1-3.2 ns fell short
     of it."""
-    inside, past = _sides(knee, sizes, lower, upper)
-    if not inside or not past:
-        return False
-    return _near(values, inside)[1][-1] < _near(values, past)[1][0]
+    found = _step(knee, sizes, values, lower, upper)
+    return found is not None and found[1]
 
 
 def latency_step(knee: K.Knee, sizes: Sequence[float], values: Sequence[float], lower: float,
@@ -137,16 +160,25 @@ def latency_step(knee: K.Knee, sizes: Sequence[float], values: Sequence[float], 
     as a knee of the chase curve (crossing the middle of the two, in log size); None where
     either side has no point. A random walk leaves a cache gradually, so the points next to the
     knee are left out on both sides."""
-    inside, past = _sides(knee, sizes, lower, upper)
-    if not inside or not past:
-        return None
-    before, after = _flat(sizes, values, inside), _flat(sizes, values, past)
-    middle = math.sqrt(before.value * after.value)
-    j = next((i for i in range(inside[-1], past[0]) if values[i + 1] >= middle), past[0] - 1)
-    a, b = values[j], values[j + 1]
-    t = min(1.0, max(0.0, math.log(middle / a) / math.log(b / a))) if b > a > 0 else 0.5
-    where = 2.0 ** (math.log2(sizes[j]) + t * (math.log2(sizes[j + 1]) - math.log2(sizes[j])))
-    return K.Knee(where, sizes[j], sizes[j + 1], before, after)
+    found = _step(knee, sizes, values, lower, upper)
+    return None if found is None else found[0]
+
+
+def merged(knees: Sequence[K.Knee]) -> tuple[list[K.Knee], list[str]]:
+    """The read knees (smallest first) with each run of knees within ``MERGE`` of the last
+    kept one reduced to its largest step, and a note on each knee left out."""
+    kept: list[K.Knee] = []
+    notes = []
+    for k in sorted(knees, key=lambda k: k.size):
+        if kept and k.size / kept[-1].size < MERGE:
+            drop, keep = (k, kept[-1]) if k.ratio <= kept[-1].ratio else (kept[-1], k)
+            kept[-1] = keep
+            notes.append(f"a step of {drop.ratio:.2f}x in the read curve at {drop.size / 1024:.0f} KiB "
+                         f"lies within {MERGE}x of a larger one at {keep.size / 1024:.0f} KiB: one "
+                         "level's end, not two")
+        else:
+            kept.append(k)
+    return kept, notes
 
 
 def cpu_levels(bandwidth: Sequence[K.Knee], chase: tuple[Sequence[float], Sequence[float]],
@@ -154,18 +186,18 @@ def cpu_levels(bandwidth: Sequence[K.Knee], chase: tuple[Sequence[float], Sequen
                min_step: float = K.MIN_STEP) -> tuple[list[CpuLevel], list[str]]:
     """The levels (smallest first) and notes on the read knees that made none: each read knee
     that stands out, where the chase (sizes, ns per load) steps too (module docstring)."""
-    bw = sorted((k for k in bandwidth if stands_out(k, min_step)), key=lambda k: k.size)
+    bw, notes = merged([k for k in bandwidth if stands_out(k, min_step)])
     notes = [f"a step of {k.ratio:.2f}x in the read curve at {k.size / 1024:.0f} KiB does not "
-             "stand out of its plateaus' spread" for k in bandwidth if k not in bw]
+             "stand out of its plateaus' spread" for k in bandwidth if not stands_out(k, min_step)] + notes
     sizes, values = list(chase[0]), list(chase[1])
     bounds = []
     for i, b in enumerate(bw):
         lower = bw[i - 1].size * PAST if i else 0.0
         upper = bw[i + 1].size * INSIDE if i + 1 < len(bw) else math.inf
-        step = latency_step(b, sizes, values, lower, upper)
+        found = _step(b, sizes, values, lower, upper)
+        step = None if found is None else found[0]
         least = max(min_step, CHASE_STEP)
-        if step is not None and (stands_out(step, least) or (
-                step.ratio >= least and apart(b, sizes, values, lower, upper))):
+        if found is not None and (stands_out(found[0], least) or (found[0].ratio >= least and found[1])):
             bounds.append(Boundary(b, step))
         else:
             why = ("the chase has no points on both sides" if step is None else
@@ -207,5 +239,5 @@ def os_record(level: CpuLevel, units: int) -> dict[str, Any] | None:
             "source": c.source, "ratio": level.unit_bytes / c.size_bytes, "named": level.named}
 
 
-__all__ = ["ASSIGN", "CHASE_STEP", "INSIDE", "PAST", "CpuLevel", "NAMED", "apart", "cpu_levels",
-           "latency_step", "os_record", "stands_out"]
+__all__ = ["ASSIGN", "CHASE_STEP", "INSIDE", "MERGE", "PAST", "CpuLevel", "NAMED", "apart",
+           "cpu_levels", "latency_step", "merged", "os_record", "stands_out"]
