@@ -182,7 +182,7 @@ def _knee(size, before, after):
 def test_a_read_dip_inside_the_l2_is_no_level_of_its_own():
     """Measured on this project's 2-core CI guest (a pyclperf profile --quick, make test): the
     read curve's knees at 49, 1,148, 2,320 and 65,897 KiB, the second a dip inside the 2 MiB L2
-    (140 to 108 GB/s). Between it and the L2's knee the chase had one point, 10.59 ns at
+    (141 to 108 GB/s). Between it and the L2's knee the chase had one point, 10.59 ns at
     1,722 KiB against about 6 ns inside, and that made a level of 1.12 MiB between the L1 and
     the L2. The chase points here are as the profile places them (0.75x and 1.5x each knee,
     besides powers of two), with the values recorded there where the record had them."""

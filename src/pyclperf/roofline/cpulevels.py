@@ -186,18 +186,19 @@ def cpu_levels(bandwidth: Sequence[K.Knee], chase: tuple[Sequence[float], Sequen
                min_step: float = K.MIN_STEP) -> tuple[list[CpuLevel], list[str]]:
     """The levels (smallest first) and notes on the read knees that made none: each read knee
     that stands out, where the chase (sizes, ns per load) steps too (module docstring)."""
-    bw, notes = merged([k for k in bandwidth if stands_out(k, min_step)])
+    out = [k for k in bandwidth if stands_out(k, min_step)]
     notes = [f"a step of {k.ratio:.2f}x in the read curve at {k.size / 1024:.0f} KiB does not "
-             "stand out of its plateaus' spread" for k in bandwidth if not stands_out(k, min_step)] + notes
+             "stand out of its plateaus' spread" for k in bandwidth if k not in out]
+    bw, close = merged(out)
+    notes += close
     sizes, values = list(chase[0]), list(chase[1])
     bounds = []
     for i, b in enumerate(bw):
         lower = bw[i - 1].size * PAST if i else 0.0
         upper = bw[i + 1].size * INSIDE if i + 1 < len(bw) else math.inf
-        found = _step(b, sizes, values, lower, upper)
-        step = None if found is None else found[0]
+        step, sides_apart = _step(b, sizes, values, lower, upper) or (None, False)
         least = max(min_step, CHASE_STEP)
-        if found is not None and (stands_out(found[0], least) or (found[0].ratio >= least and found[1])):
+        if step is not None and (stands_out(step, least) or (step.ratio >= least and sides_apart)):
             bounds.append(Boundary(b, step))
         else:
             why = ("the chase has no points on both sides" if step is None else
