@@ -255,10 +255,10 @@ __kernel void fill_affine(__global uint* restrict out, const uint a, const uint 
 // group, so a CPU device (which runs a group's work-items one after another on one core) reads
 // the whole share between two reads of a word: the reuse distance is the share, the group's
 // core's part of the working set. Four sums keep the adds off the loads' critical path.
-__kernel void ws_pass(__global const uint16* restrict in, const uint slice, const uint passes,
-                      __global uint16* restrict out)
+__kernel void ws_pass(__global const uint16* restrict in, const uint first, const uint slice,
+                      const uint passes, __global uint16* restrict out)
 {
-    const size_t base = ((size_t)get_group_id(0) * get_local_size(0) + get_local_id(0)) * slice;
+    const size_t base = first + ((size_t)get_group_id(0) * get_local_size(0) + get_local_id(0)) * slice;
     uint16 s0 = (uint16)(0), s1 = (uint16)(0), s2 = (uint16)(0), s3 = (uint16)(0);
     for (uint p = 0; p < passes; ++p) {
         for (uint k = 0; k < slice; k += 4) {

@@ -248,8 +248,8 @@ def test_the_profile_kernels_on_oclgrind():
         ("read_any", {}, [np.arange(100, dtype=np.uint32), np.uint32(100), np.uint32(5),
                           np.zeros(64, np.uint32)], 64, 32),
         ("fill_affine", {}, [np.zeros(64, np.uint32), np.uint32(3), np.uint32(5)], 64, 32),
-        ("ws_pass", {}, [np.arange(16 * 4 * 8, dtype=np.uint32), np.uint32(4), np.uint32(3),
-                         np.zeros(16 * 8, np.uint32)], 8, 4),
+        ("ws_pass", {}, [np.arange(16 * 4 * 9, dtype=np.uint32), np.uint32(4), np.uint32(4),
+                         np.uint32(3), np.zeros(16 * 8, np.uint32)], 8, 4),
     ]
     stream = {"STREAM": 1, "V": 4, "ITEMS": 4, "LANES": "(uint4)(0,1,2,3)"}
     for layout in ("GRID", "BLOCKED"):

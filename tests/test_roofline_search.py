@@ -116,3 +116,31 @@ def test_working_set_passes_and_chases_verify_what_they_time(ctx):
         assert bad["status"] == "wrong result" and "chase end position" in bad["error"]
     finally:
         chase.release()
+
+
+def test_sweep_sets_begin_on_a_huge_page_boundary_and_a_pass_that_ignores_it_is_caught(ctx):
+    """A CPU device's sweep buffers hold their sets from the first 2 MiB boundary inside them
+    (roofline/hugepages.py): sets read from a mapping's own start straddled small pages and a
+    huge one, and read slower than they fit. The offset is verified like the rest: a ws_pass
+    that reads from the buffer's start instead sums other words."""
+    from pyclperf.roofline.hugepages import HUGE
+
+    rng = np.random.default_rng()
+    reader = PassReader(ctx, 1 * MiB, rng)
+    chase = ChaseRig(ctx, 1 * MiB, rng, steps=512)
+    try:
+        for rig, buffer, offset in ((reader, reader.src, reader.first * 64), (chase, chase.next, chase.first * 4)):
+            if rig.huge:
+                assert 0 <= offset < HUGE and (int(buffer.address) + offset) % HUGE == 0
+            else:
+                assert offset == 0
+        assert chase.measure(48 * KiB, Effort.of(True))["status"] == "ok"
+        if reader.first == 0:
+            pytest.skip("no huge pages here (a GPU, or Linux gave none): the sets begin at the buffer's start")
+        reader.kernel = ctx.program(source=kernel_source("ceilings.cl").replace(
+            "const size_t base = first + ", "const size_t base = 0 * first + ")).kernel("ws_pass")
+        bad = reader.measure(64 * KiB, Effort.of(True))
+        assert bad["status"] == "wrong result" and "work-item sums" in bad["error"]
+    finally:
+        reader.release()
+        chase.release()

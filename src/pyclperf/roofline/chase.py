@@ -30,7 +30,8 @@ class ChaseRig:
 
     def __init__(self, ctx: Any, top: int, rng: np.random.Generator, steps: int = STEPS) -> None:
         self.ctx, self.rng, self.steps = ctx, rng, int(steps)
-        self.next, self.huge = sweep_buffer(ctx, int(top))
+        self.next, self.huge, offset = sweep_buffer(ctx, int(top))
+        self.first = offset // 4  # the word the sets begin at (hugepages.py)
         self.pos, self.end = ctx.buffer(4), ctx.buffer(4)
         self.kernel = ctx.program(file="workingset.cl").kernel("ws_chase")
         self.cycles: dict[int, Any] = {}  # size -> its verified cycle, for the rounds after the first
@@ -45,9 +46,7 @@ class ChaseRig:
     def measure(self, size: int, effort: Effort) -> dict[str, Any]:
         n = self.words(size)
         chain = cycle(self.rng, n)
-        self.next.write(chain.next)
-        start = np.array([chain.after(0)], np.uint32)
-        self.pos.write(start)
+        self.place(chain)
         kernel = self.kernel.set_args(self.next, np.uint32(self.steps), self.pos, self.end)
         poison_device(self.end)
         kernel.run(1, 1)
@@ -55,7 +54,8 @@ class ChaseRig:
         self.end.read(got)
         row: dict[str, Any] = {"kind": "chase", "size": n * 4, "kernel": "ws_chase",
                                "steps": self.steps, "huge_pages": self.huge}
-        ok, detail = compare(got, np.array([chain.after(self.steps)], np.uint32), "chase end position")
+        want = np.array([self.first + chain.after(self.steps)], np.uint32)
+        ok, detail = compare(got, want, "chase end position")
         if not ok:
             return {**row, "status": "wrong result", "error": detail}
         self.cycles[n * 4] = chain
@@ -64,6 +64,11 @@ class ChaseRig:
                 "spread_pct": fig["spread_pct"], "n": fig["n"], "min_ns": fig["best"] * self.steps,
                 "median_ns": fig["median_ns"], "rounds": 1}
 
+    def place(self, chain: Any) -> None:
+        """Write the cycle from word ``first`` on (its links shifted there), the walk at its start."""
+        self.next.write((chain.next + np.uint32(self.first)).astype(np.uint32), self.first * 4)
+        self.pos.write(np.array([self.first + chain.after(0)], np.uint32))
+
     @staticmethod
     def _effort(effort: Effort) -> Effort:
         return Effort(max(effort.warmup, 1), max(effort.repeats, MIN_LAUNCHES), effort.min_time_s, effort.quick)
@@ -71,9 +76,7 @@ class ChaseRig:
     def again(self, row: dict[str, Any], effort: Effort) -> float:
         """Time a verified point once more on its own cycle, keeping the faster figure in
         ``row``; returns this round's own figure (ns per load)."""
-        chain = self.cycles[int(row["size"])]
-        self.next.write(chain.next)
-        self.pos.write(np.array([chain.after(0)], np.uint32))
+        self.place(self.cycles[int(row["size"])])
         kernel = self.kernel.set_args(self.next, np.uint32(self.steps), self.pos, self.end)
         fig = latency(timings(kernel, 1, 1, self._effort(effort)), float(self.steps), "")
         row["rounds"] = int(row.get("rounds", 1)) + 1

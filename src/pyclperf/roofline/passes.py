@@ -49,11 +49,12 @@ class PassReader:
         self.min_bytes = int(min_bytes)
         self.a = int(rng.integers(0, 2**31)) * 2 + 1
         self.b = int(rng.integers(0, 2**32))
-        self.src, self.huge = sweep_buffer(ctx, int(top))
+        self.src, self.huge, offset = sweep_buffer(ctx, int(top))
+        self.first = offset // ELEMENT  # the element the sets begin at (hugepages.py)
         self.out = ctx.buffer(self.groups * self.local * ELEMENT)
         program = ctx.program(file="ceilings.cl")
         fill = program.kernel("fill_affine")
-        fill.set_args(self.src, np.uint32(self.a), np.uint32(self.b)).run(int(top) // 4, None)
+        fill.set_args(self.src, np.uint32(self.a), np.uint32(self.b)).run((offset + int(top)) // 4, None)
         self.kernel = program.kernel("ws_pass")
 
     def slice_of(self, size: int, groups: int | None = None) -> int:
@@ -74,14 +75,15 @@ class PassReader:
         actual = self.actual(size, groups)
         passes = max(1, -(-self.min_bytes // actual))
         items = groups * self.local
-        kernel = self.kernel.set_args(self.src, np.uint32(slice_), np.uint32(passes), self.out)
+        kernel = self.kernel.set_args(self.src, np.uint32(self.first), np.uint32(slice_),
+                                      np.uint32(passes), self.out)
         row: dict[str, Any] = {"kind": "read", "size": actual, "kernel": "ws_pass", "passes": passes,
                                "groups": groups, "local_size": self.local, "huge_pages": self.huge}
         poison_device(self.out)
         kernel.run(items, self.local)
         got = np.empty(items * 16, np.uint32)
         self.out.read(got)
-        firsts = np.arange(items, dtype=np.uint64) * np.uint64(slice_)
+        firsts = np.uint64(self.first) + np.arange(items, dtype=np.uint64) * np.uint64(slice_)
         elements = np.uint64(slice_) * firsts + np.uint64(slice_ * (slice_ - 1) // 2)
         want = affine_sums(self.a, self.b, 16, elements, slice_).astype(np.uint64)
         want = ((want * np.uint64(passes)) & np.uint64(0xFFFFFFFF)).astype(np.uint32).reshape(-1)
@@ -99,7 +101,8 @@ class PassReader:
         this round's own figure (GB/s)."""
         groups = int(row["groups"])
         slice_ = self.slice_of(int(row["size"]), groups)
-        kernel = self.kernel.set_args(self.src, np.uint32(slice_), np.uint32(row["passes"]), self.out)
+        kernel = self.kernel.set_args(self.src, np.uint32(self.first), np.uint32(slice_),
+                                      np.uint32(row["passes"]), self.out)
         fig = rate(timings(kernel, groups * self.local, self.local, effort),
                    float(row["size"]) * row["passes"], "GB/s", "")
         row["rounds"] = int(row.get("rounds", 1)) + 1
