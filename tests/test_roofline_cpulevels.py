@@ -212,3 +212,68 @@ def test_close_read_knees_keep_the_larger_step_and_far_ones_stay():
     # a run of close knees reduces to its largest step, however many
     run = [_knee(s * KiB, 100.0, 100.0 / r) for s, r in ((1000, 1.3), (1600, 2.5), (2400, 1.4))]
     assert C.merged(run)[0] == [run[1]]
+
+
+# One unit's read on a 2-core AMD EPYC guest (PoCL 3.1, pyclperf profile --quick), from the
+# L1's plateau to the L3's, as RESULTS.md records it: the L2's end steps 1.34x (98 to 73 GB/s)
+# and the plateau after it begins at a transition point (83 GB/s at 430 KiB).
+AMD_READ = {64: 101.0, 128: 98.0, 181: 99.0, 256: 96.0, 304: 94.0, 430: 83.0, 512: 73.0,
+            724: 66.0, 1024: 74.0, 2048: 73.0, 4096: 72.0}
+
+
+def _read_knee(values):
+    import statistics
+
+    sizes = [s * KiB for s in AMD_READ]
+    before = K.Plateau(0, 4, statistics.median(values[:5]), sizes[0], sizes[4], max(values[:5]) / min(values[:5]))
+    after = K.Plateau(5, 10, statistics.median(values[5:]), sizes[5], sizes[10], max(values[5:]) / min(values[5:]))
+    return sizes, K.Knee(470 * KiB, sizes[5], sizes[6], before, after)
+
+
+def test_a_read_step_between_plateaus_that_do_not_overlap_stands_out():
+    """The step (98 / 73 = 1.34x) is no larger than the plateaus' spreads together (1.07 x
+    1.26), yet every point before it is faster than every point after: it stands out once
+    judged against its curve. Plateaus that overlap (an 80 GB/s point before the knee) do not."""
+    values = list(AMD_READ.values())
+    sizes, knee = _read_knee(values)
+    assert knee.ratio < knee.before.spread * knee.after.spread and not C.stands_out(knee)
+    assert C.separate(knee, values) and C.stands_out(knee, curve=(sizes, values))
+    overlapping = values[:3] + [80.0] + values[4:]
+    _, wide = _read_knee(overlapping)
+    assert not C.separate(wide, overlapping) and not C.stands_out(wide, curve=(sizes, overlapping))
+    assert not C.stands_out(knee, min_step=1.4, curve=(sizes, values))  # below the least step
+    # knees.py's own knee of that curve, judged in cpu_levels with the curve and without
+    found = K.knees(sizes, values)
+    chase_sizes = [s * KiB for s in (16, 32, 64, 128, 256, 352, 720, 1024, 2048, 4096)]
+    chase = [1.8, 1.8, 3.3, 3.8, 4.3, 6.0, 11.0, 13.0, 17.0, 30.0]
+    with_curve, _ = C.cpu_levels(found, (chase_sizes, chase), CPU_AMD, units=2, read=(sizes, values))
+    without, notes = C.cpu_levels(found, (chase_sizes, chase), CPU_AMD, units=2)
+    assert [lv.os.name for lv in with_curve] == ["L2"] and without == [], notes
+
+
+CPU_AMD = [O.OsCache("L1d", 1, 32 * KiB, 2, 1, "sysfs"), O.OsCache("L2", 2, 512 * KiB, 2, 1, "sysfs"),
+           O.OsCache("L3", 3, 32 * MiB, 1, 2, "sysfs")]
+
+
+@pytest.mark.parametrize("ratio, named", [(0.78, False), (0.82, True), (1.19, True), (1.39, True),
+                                          (1.55, False)])
+def test_a_level_is_named_from_a_little_below_the_os_size_to_half_again_above(ratio, named):
+    """The read curve's midpoint lies past a capacity that keeps part of a larger set (the AMD
+    guest's 32 KiB L1d: knees at 38-45 KiB), never far below it."""
+    knee = _knee(32 * KiB * ratio, 180.0, 95.0)
+    chase = ([s * KiB for s in (4, 8, 16, 24, 64, 96, 128, 256)], [1.7, 1.7, 1.8, 1.8, 3.3, 3.4, 3.6, 4.0])
+    levels, notes = C.cpu_levels([knee], chase, CPU_AMD, units=2)
+    assert len(levels) == 1 and levels[0].os is CPU_AMD[0], notes
+    assert levels[0].named is named and (levels[0].name == "L1") is named
+
+
+def test_the_read_sweep_is_two_to_the_octave_within_a_units_own_caches():
+    from pyclperf.roofline import cpusweep
+    from pyclperf.roofline.levels import PER_UNIT_MAX
+
+    sizes = cpusweep.sweep_sizes(128 * MiB)
+    assert sizes == sorted(set(sizes)) and sizes[0] == cpusweep.FIRST and sizes[-1] == 128 * MiB
+    small = [s for s in sizes if s <= PER_UNIT_MAX]
+    assert all(1.39 < b / a < 1.43 for a, b in zip(small, small[1:]))  # 16, 22.6, 32, 45, ... KiB
+    assert all(b == 2 * a for a, b in zip(sizes[len(small) - 1:], sizes[len(small):]))
+    assert cpusweep.sweep_sizes(20 * KiB) == [16 * KiB]

@@ -14,6 +14,7 @@ import pytest
 
 from pyclperf import cli
 from pyclperf.roofline import ceilings, compute, store
+from pyclperf.roofline.cpulevels import ABOVE, NAMED
 from pyclperf.roofline.profiling import Profile, cached
 from pyclperf.roofline.record import Effort
 
@@ -83,7 +84,7 @@ def test_a_second_run_reads_the_cache(roofline_profiles, ctx, capsys, monkeypatc
 
 def test_pocl_cache_levels_exist_and_are_named_only_where_the_os_agrees(roofline_profiles, ctx):
     """On a CPU device every level is seen in both curves and held against what Linux says the
-    caches are: named L1, L2, L3 only within 25% of that cache's size per instance."""
+    caches are: named L1, L2, L3 only from 0.8x to 1.5x that cache's size per instance."""
     if ctx.info.is_gpu:
         pytest.skip("the sizes a GPU's caches have are not known to the test; the H200 run "
                     "compares them with CUDA's figure (benchmarks/profile_h200.py)")
@@ -97,13 +98,13 @@ def test_pocl_cache_levels_exist_and_are_named_only_where_the_os_agrees(roofline
         assert level["bandwidth_knee_bytes"] and level["latency_knee_bytes"]
         os = level["os"]
         if os is not None and os["named"]:
-            assert level["name"] == f"L{os['name'][1]}" and 0.8 <= os["ratio"] <= 1.25, level
+            assert level["name"] == f"L{os['name'][1]}" and 1 / NAMED <= os["ratio"] <= ABOVE, level
             assert os["size_bytes"] in caches
             assert level["unit_bytes"] * os["spanned"] == pytest.approx(level["size_bytes"], rel=0.01)
         else:
             assert level["name"] == "LLC" or level["name"].startswith("level "), level
     # The first level, a compute unit's own data cache, shows on any machine, busy or not, set
-    # beside the OS's L1d. Named L1 where its knee lies within 25% of the L1d's size; on a
+    # beside the OS's L1d. Named L1 where its knee lies from 0.8x to 1.5x the L1d's size; on a
     # virtual machine whose host runs the core's other thread for long stretches (a 2-core
     # guest: 38 and 45 KiB sets read at 160 GB/s against 32 KiB's 237 for a whole profile;
     # CI's sanitizer stage once) the L1 this thread keeps is smaller, its knee at 37 KiB of

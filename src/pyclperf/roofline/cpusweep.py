@@ -2,9 +2,9 @@
 
 * Reads: passes.py's ws_pass by one work-group (one compute unit: its knees lie at one cache
   instance's size, as the OS reports it, however many units share a cache or how the host
-  places them) over sets from 16 KiB to ``top`` (2x the
-  largest cache the OS or the device reports, within the device's limits), powers of two, read
-  again after the chase (``ROUNDS`` rounds in all, each point's fastest kept: a virtual machine's
+  places them) over sets from 16 KiB to ``top`` (4x the
+  largest cache the OS or the device reports, within the device's limits), powers of two and
+  the sets between up to ``levels.PER_UNIT_MAX`` (``sweep_sizes``), read again after the chase (``ROUNDS`` rounds in all, each point's fastest kept: a virtual machine's
   cores change speed for seconds at a time). Sets 4 to the octave between the points around
   each knee (quick: 2, but 4 up to ``levels.PER_UNIT_MAX``) are added before the chase, so that
   the later rounds read them too, and after it around each chase knee no read knee sizes (where
@@ -13,8 +13,9 @@
   hardware thread (below) pushes out of a 48 KiB L1 for seconds while 32 KiB stays in it: the
   knee fell to 38-40 KiB. Any size is read by the same kernel, so refined points need no
   agreement check.
-* Chases: chase.py's one work-item at powers of two up to 4x the largest read knee (past it
-  the chase only adds host time: each point draws a random cycle over its set), in as many
+* Chases: chase.py's one work-item at 4 and 8 KiB and the read curve's sets up to 4x the
+  largest read knee or the largest cache, whichever is larger (past it the chase only adds host
+  time: each point draws a random cycle over its set), in as many
   rounds as the reads, and either side of each read knee (cpulevels.latency_step). Both
   curves' memory is on huge pages where Linux gives them (hugepages.py), or the chase measures
   the TLB.
@@ -76,6 +77,11 @@ from .record import Effort, Figure, best_of, missing, usable
 from .sweep import CacheSweep, found_record
 
 CHASE_PAST = 4  # the chase goes this far past the largest read knee
+FIRST = 16 * 1024  # the smallest read set: below, a pass's own overhead weighs on one unit's rate
+# The chase's sets below FIRST: a dependent load costs the same at any set inside the L1, and
+# a level's inside needs points of its own (cpulevels.latency_step: up to 0.75x a 32 KiB L1's
+# knee only 16 and 28 KiB were left, and one slow round at 28 KiB hid the L1).
+CHASE_FIRST = [4 * 1024, 8 * 1024]
 ROUNDS = {True: 2, False: 3}  # rounds of the read curve (quick?), each point's fastest kept
 # Settling (module docstring). NEAR: a knee found from disturbed points can lie 1.6x off its
 # level (79 KiB for a 48 KiB L1), and its span must still hold both plateaus' near ends.
@@ -98,11 +104,30 @@ PLATEAU_POINTS = 3  # sets across a level's plateau its device-wide read bandwid
 
 
 def cpu_top(info: Any) -> int:
-    """The largest set: 2x the largest cache (at least 64 MiB, at most 1 GiB), within a quarter
-    of the device's memory and its largest allocation."""
-    want = min(1024 * MiB, max(64 * MiB, 2 * largest_cache(info)))
+    """The largest set: 4x the largest cache (at least 64 MiB, at most 1 GiB), within a quarter
+    of the device's memory and its largest allocation. Not 2x: a shared last level keeps part
+    of a set twice its size, and the read curve needs a last plateau past its knee (an AMD EPYC
+    guest's 32 MiB L3: 27, 20 and 14 GB/s at 16, 32 and 64 MiB, no plateau)."""
+    want = min(1024 * MiB, max(64 * MiB, 4 * largest_cache(info)))
     limit = min(int(info.max_alloc_bytes), int(info.global_mem_bytes) // 4)
     return pow2_floor(min(want, limit))
+
+
+def sweep_sizes(top: int) -> list[int]:
+    """The read curve's first sets: powers of two from ``FIRST`` to ``top``, and the sets between
+    (2 to the octave) up to levels.PER_UNIT_MAX, a compute unit's own caches. One unit's reads
+    below its L1's size are not flat on every CPU (an AMD EPYC guest's: 8 KiB at 190 GB/s, 12 to
+    20 KiB at 100-130, 24 to 36 KiB at 135-150, out of its 32 KiB L1d from 40 KiB), and an L1
+    plateau of 16 and 32 KiB alone stepped to the L2's 95 by 1.27x or not at all."""
+    out = []
+    for e in range(40):
+        size = 1 << e
+        if FIRST <= size <= top:
+            out.append(size)
+            half = int(size * 2 ** 0.5) >> 8 << 8
+            if size < L.PER_UNIT_MAX and half <= top:
+                out.append(half)
+    return out
 
 
 class CpuSweep(CacheSweep):
@@ -115,8 +140,7 @@ class CpuSweep(CacheSweep):
         self.rng = np.random.default_rng()
         self.top = int(top or cpu_top(ctx.info))
         self.reader = PassReader(ctx, self.top, self.rng)
-        first = 16 * 1024
-        self.sizes = [s for s in (1 << e for e in range(40)) if first <= s <= self.top]
+        self.sizes = sweep_sizes(self.top)
         self.read: dict[int, dict[str, Any]] = {}
         self.chase: dict[int, dict[str, Any]] = {}
         self.notes: list[str] = []
@@ -133,8 +157,12 @@ class CpuSweep(CacheSweep):
             self.read_point(size)
         knees = self.knees("read")
         self.bracket(knees)  # before the chase: read again with the rest after it
-        reach = CHASE_PAST * max((k.size for k in knees), default=self.top / CHASE_PAST)
-        chase_sizes = [s for s in self.sizes if s <= max(reach, self.sizes[0] * 16)]
+        # Past the OS's largest cache too: a last level whose read knee shows only once the
+        # curve is settled needs chase points past it (an AMD EPYC guest's first pass found
+        # knees up to 491 KiB, and its 15 MiB last level had no chase past it).
+        reach = max(CHASE_PAST * max((k.size for k in knees), default=self.top / CHASE_PAST),
+                    largest_cache(self.ctx.info))
+        chase_sizes = CHASE_FIRST + [s for s in self.sizes if s <= min(self.top, max(reach, self.sizes[0] * 16))]
         self.chaser = ChaseRig(self.ctx, max(chase_sizes), self.rng)
         for size in chase_sizes:
             self.chase_point(size)
@@ -157,9 +185,10 @@ class CpuSweep(CacheSweep):
         profile, where a read point costs milliseconds and one set between two powers of two is
         not enough (module docstring), 2 elsewhere."""
         for knee in knees:
-            # Refined already (the sweep's sets are 2x apart): more sets there would only cut a
-            # gradual step (an L2 a co-runner shares) into two knees, neither a level.
-            if knee.above < 1.9 * knee.below:
+            # Refined already (the sweep's sets are 2x apart, or 1.41x below PER_UNIT_MAX):
+            # more sets there would only cut a gradual step (an L2 a co-runner shares) into two
+            # knees, neither a level.
+            if knee.above < 1.3 * knee.below:
                 continue
             steps = 4 if not self.effort.quick or knee.above <= L.PER_UNIT_MAX else 2
             for size in K.bracket_sizes(knee, steps=steps, align=self.reader.actual(1, groups=1)):
@@ -232,7 +261,8 @@ class CpuSweep(CacheSweep):
         """The levels both curves show, named after the OS's caches where they match them
         (cpulevels.py). ``reported_bytes`` (the device's cache size, a CPU device's copy of the
         OS's largest) is not set beside a level: the OS's own record is."""
-        found, notes = C.cpu_levels(self.knees("read"), self.curve("chase"), self.os, self.units)
+        found, notes = C.cpu_levels(self.knees("read"), self.curve("chase"), self.os, self.units,
+                                    read=self.curve("read"))
         self.notes += notes
         out = []
         for level in found:
@@ -338,4 +368,4 @@ def caches(ctx: Any, effort: Effort, top: int | None = None) -> dict[str, Any]:
         cpu.release()
 
 
-__all__ = ["CHASE_PAST", "CpuSweep", "DISAGREE", "NEAR", "ROUNDS", "SETTLE", "STEADY", "caches", "cpu_top"]
+__all__ = ["CHASE_FIRST", "CHASE_PAST", "CpuSweep", "DISAGREE", "NEAR", "ROUNDS", "SETTLE", "STEADY", "caches", "cpu_top", "sweep_sizes"]
