@@ -7,7 +7,8 @@ at one instance's size, as the OS reports it, whatever the other units do. So he
 
 1. The read curve's knees (knees.py) count only where they stand out of the spread: the step
    between the two plateaus is at least ``knees.MIN_STEP`` and larger than the two plateaus'
-   own spreads together, or the plateaus do not overlap (``separate``). The read knee sizes the level: a stream leaves a cache all at once.
+   own spreads together, or the plateaus do not overlap (``separate``). The read knee sizes
+   the level: a stream leaves a cache all at once.
    Knees within ``MERGE`` of each other are one level's end (``merged``): the largest step of
    them stands for it, since a dip inside a level must not become a level of its own.
 2. The chase must step there too (``latency_step``): its points inside the level (up to
@@ -21,9 +22,9 @@ at one instance's size, as the OS reports it, whatever the other units do. So he
    instance size its read knee lies nearest to, within ``ASSIGN``; its size for the device is
    that times the instances its compute units span (a private cache per unit, a shared one
    once). It is named after the OS cache (``L1`` for L1d, ``L2``, ``L3``) only when the size per
-   instance lies from 1 / ``NAMED`` to ``ABOVE`` x the OS's; otherwise it is ``level N`` (or ``LLC`` for the
-   last), set beside the nearest OS cache no other level took, and the record says how far the
-   OS's figure is.
+   instance lies from 1 / ``NAMED`` to ``ABOVE`` x the OS's; otherwise it is ``level N`` (or
+   ``LLC`` for the last), set beside the nearest OS cache no other level took, and the record
+   says how far the OS's figure is.
 
 Pure arithmetic on knees and OS figures: tests drive it with synthetic curves.
 """
@@ -45,9 +46,10 @@ ASSIGN = 2.0   # a read knee this close to an OS cache's size belongs to that ca
 INSIDE, PAST = 0.75, 1.5
 # A level is named after the OS cache only where its size per instance lies from 1 / NAMED to
 # ABOVE x the OS's. Past the capacity the window is wider: a cache that is not strict LRU keeps
-# part of a set larger than itself, so the read curve's midpoint lies past the capacity. A 2-core
-# AMD EPYC guest's one unit read 38 KiB at 0.9x its 32 KiB L1d's rate and 45 KiB at 0.65x: knees
-# at 41-45 KiB (1.29-1.39x) in 5 quick profiles of 6. The next cache is 4x or more larger.
+# part of a set larger than itself, so the read curve's midpoint lies past the capacity: a 2-core
+# AMD EPYC guest's 32 KiB L1d ends at 34.8-38 KiB (1.09-1.19x) with its sets on huge pages, and
+# ended at 41-45 KiB (1.29-1.39x) before, where 38 KiB still read at 0.9x 32 KiB's rate. The next
+# cache is 4x or more larger.
 NAMED, ABOVE = 1.25, 1.5
 # The chase must step at least this much: inside one level its latency climbs by up to 1.5x
 # (a 2 MiB L2's 3.6 to 5.3 ns, the walk's page-table and replacement misses), while a level's
@@ -209,7 +211,8 @@ def merged(knees: Sequence[K.Knee]) -> tuple[list[K.Knee], list[str]]:
 
 def cpu_levels(bandwidth: Sequence[K.Knee], chase: tuple[Sequence[float], Sequence[float]],
                os: Sequence[OsCache], units: int, min_step: float = K.MIN_STEP,
-               read: tuple[Sequence[float], Sequence[float]] | None = None) -> tuple[list[CpuLevel], list[str]]:
+               read: tuple[Sequence[float], Sequence[float]] | None = None
+               ) -> tuple[list[CpuLevel], list[str]]:
     """The levels (smallest first) and notes on the read knees that made none: each read knee
     that stands out (judged against ``read``, the curve the knees are of, where given), where
     the chase (sizes, ns per load) steps too (module docstring)."""

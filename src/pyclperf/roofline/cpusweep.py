@@ -2,10 +2,11 @@
 
 * Reads: passes.py's ws_pass by one work-group (one compute unit: its knees lie at one cache
   instance's size, as the OS reports it, however many units share a cache or how the host
-  places them) over sets from 16 KiB to ``top`` (4x the
-  largest cache the OS or the device reports, within the device's limits), powers of two and
-  the sets between up to ``levels.PER_UNIT_MAX`` (``sweep_sizes``), read again after the chase (``ROUNDS`` rounds in all, each point's fastest kept: a virtual machine's
-  cores change speed for seconds at a time). Sets 4 to the octave between the points around
+  places them) over sets from 16 KiB to ``top`` (4x the largest cache the OS or the device
+  reports, within the device's limits), powers of two and the sets between up to
+  ``levels.PER_UNIT_MAX`` (``sweep_sizes``), read again after the chase (``ROUNDS`` rounds in
+  all, each point's fastest kept: a virtual machine's cores change speed for seconds at a
+  time). Sets 4 to the octave between the points around
   each knee (quick: 2, but 4 up to ``levels.PER_UNIT_MAX``) are added before the chase, so that
   the later rounds read them too, and after it around each chase knee no read knee sizes (where
   the curves disagree, the read curve needs points of its own there to agree or not). With 2 to
@@ -80,7 +81,8 @@ CHASE_PAST = 4  # the chase goes this far past the largest read knee
 FIRST = 16 * 1024  # the smallest read set: below, a pass's own overhead weighs on one unit's rate
 # The chase's sets below FIRST: a dependent load costs the same at any set inside the L1, and
 # a level's inside needs points of its own (cpulevels.latency_step: up to 0.75x a 32 KiB L1's
-# knee only 16 and 28 KiB were left, and one slow round at 28 KiB hid the L1).
+# knee an AMD EPYC guest's chase had only 16 and 28 KiB, and one slow round at 28 KiB hid the
+# L1).
 CHASE_FIRST = [4 * 1024, 8 * 1024]
 ROUNDS = {True: 2, False: 3}  # rounds of the read curve (quick?), each point's fastest kept
 # Settling (module docstring). NEAR: a knee found from disturbed points can lie 1.6x off its
@@ -115,10 +117,10 @@ def cpu_top(info: Any) -> int:
 
 def sweep_sizes(top: int) -> list[int]:
     """The read curve's first sets: powers of two from ``FIRST`` to ``top``, and the sets between
-    (2 to the octave) up to levels.PER_UNIT_MAX, a compute unit's own caches. One unit's reads
-    below its L1's size are not flat on every CPU (an AMD EPYC guest's: 8 KiB at 190 GB/s, 12 to
-    20 KiB at 100-130, 24 to 36 KiB at 135-150, out of its 32 KiB L1d from 40 KiB), and an L1
-    plateau of 16 and 32 KiB alone stepped to the L2's 95 by 1.27x or not at all."""
+    (2 to the octave) up to levels.PER_UNIT_MAX, a compute unit's own caches. With powers of
+    two alone a 32 KiB L1d's plateau held two sets, 16 and 32 KiB, so one slow round made it a
+    slope (an AMD EPYC guest's: no L1 knee, or one of 1.27x that did not stand out); now it holds
+    three, and its knee lies between 32 and 45 KiB before the bracket's sets refine it."""
     out = []
     for e in range(40):
         size = 1 << e
@@ -162,7 +164,8 @@ class CpuSweep(CacheSweep):
         # knees up to 491 KiB, and its 15 MiB last level had no chase past it).
         reach = max(CHASE_PAST * max((k.size for k in knees), default=self.top / CHASE_PAST),
                     largest_cache(self.ctx.info))
-        chase_sizes = CHASE_FIRST + [s for s in self.sizes if s <= min(self.top, max(reach, self.sizes[0] * 16))]
+        reach = min(self.top, max(reach, self.sizes[0] * 16))
+        chase_sizes = CHASE_FIRST + [s for s in self.sizes if s <= reach]
         self.chaser = ChaseRig(self.ctx, max(chase_sizes), self.rng)
         for size in chase_sizes:
             self.chase_point(size)
@@ -368,4 +371,5 @@ def caches(ctx: Any, effort: Effort, top: int | None = None) -> dict[str, Any]:
         cpu.release()
 
 
-__all__ = ["CHASE_FIRST", "CHASE_PAST", "CpuSweep", "DISAGREE", "NEAR", "ROUNDS", "SETTLE", "STEADY", "caches", "cpu_top", "sweep_sizes"]
+__all__ = ["CHASE_FIRST", "CHASE_PAST", "CpuSweep", "DISAGREE", "FIRST", "NEAR", "ROUNDS", "SETTLE",
+           "STEADY", "caches", "cpu_top", "sweep_sizes"]
