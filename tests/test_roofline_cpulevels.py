@@ -214,9 +214,10 @@ def test_close_read_knees_keep_the_larger_step_and_far_ones_stay():
     assert C.merged(run)[0] == [run[1]]
 
 
-# One unit's read on a 2-core AMD EPYC guest (PoCL 3.1, pyclperf profile --quick), from the
-# L1's plateau to the L3's, as RESULTS.md records it: the L2's end steps 1.34x (98 to 73 GB/s)
-# and the plateau after it begins at a transition point (83 GB/s at 430 KiB).
+# One unit's read past its L1 on a 2-core AMD EPYC guest (PoCL 3.1, pyclperf profile --quick),
+# rebuilt to the figures RESULTS.md records (the profile itself was not kept): the L2's end
+# steps 1.34x (98 to 73 GB/s) and the plateau after it begins at a transition point (83 GB/s at
+# 430 KiB), the two plateaus spreading 1.07x and 1.26x.
 AMD_READ = {64: 101.0, 128: 98.0, 181: 99.0, 256: 96.0, 304: 94.0, 430: 83.0, 512: 73.0,
             724: 66.0, 1024: 74.0, 2048: 73.0, 4096: 72.0}
 
