@@ -34,7 +34,9 @@ class ChaseRig:
         self.first = offset // 4  # the word the sets begin at (hugepages.py)
         self.pos, self.end = ctx.buffer(4), ctx.buffer(4)
         self.kernel = ctx.program(file="workingset.cl").kernel("ws_chase")
-        self.cycles: dict[int, Any] = {}  # size -> its verified cycle, for the rounds after the first
+        # size -> its verified cycle as placed (links shifted to ``first``, the walk's start),
+        # for the rounds after the first
+        self.cycles: dict[int, tuple[np.ndarray, int]] = {}
 
     @staticmethod
     def words(size: int) -> int:
@@ -46,7 +48,9 @@ class ChaseRig:
     def measure(self, size: int, effort: Effort) -> dict[str, Any]:
         n = self.words(size)
         chain = cycle(self.rng, n)
-        self.place(chain)
+        # the links shifted once here, not in every round: a set's cycle is millions of words
+        placed = (chain.next + np.uint32(self.first)).astype(np.uint32), self.first + chain.after(0)
+        self.place(*placed)
         kernel = self.kernel.set_args(self.next, np.uint32(self.steps), self.pos, self.end)
         poison_device(self.end)
         kernel.run(1, 1)
@@ -58,16 +62,17 @@ class ChaseRig:
         ok, detail = compare(got, want, "chase end position")
         if not ok:
             return {**row, "status": "wrong result", "error": detail}
-        self.cycles[n * 4] = chain
+        self.cycles[n * 4] = placed
         fig = latency(timings(kernel, 1, 1, self._effort(effort)), float(self.steps), "")
         return {**row, "status": OK, "latency_ns": fig["best"], "latency_median_ns": fig["value"],
                 "spread_pct": fig["spread_pct"], "n": fig["n"], "min_ns": fig["best"] * self.steps,
                 "median_ns": fig["median_ns"], "rounds": 1}
 
-    def place(self, chain: Any) -> None:
-        """Write the cycle from word ``first`` on (its links shifted there), the walk at its start."""
-        self.next.write((chain.next + np.uint32(self.first)).astype(np.uint32), self.first * 4)
-        self.pos.write(np.array([self.first + chain.after(0)], np.uint32))
+    def place(self, links: np.ndarray, start: int) -> None:
+        """Write a cycle's links (shifted to ``first``) from word ``first`` on, the walk at
+        ``start``."""
+        self.next.write(links, self.first * 4)
+        self.pos.write(np.array([start], np.uint32))
 
     @staticmethod
     def _effort(effort: Effort) -> Effort:
@@ -76,7 +81,7 @@ class ChaseRig:
     def again(self, row: dict[str, Any], effort: Effort) -> float:
         """Time a verified point once more on its own cycle, keeping the faster figure in
         ``row``; returns this round's own figure (ns per load)."""
-        self.place(self.cycles[int(row["size"])])
+        self.place(*self.cycles[int(row["size"])])
         kernel = self.kernel.set_args(self.next, np.uint32(self.steps), self.pos, self.end)
         fig = latency(timings(kernel, 1, 1, self._effort(effort)), float(self.steps), "")
         row["rounds"] = int(row.get("rounds", 1)) + 1
