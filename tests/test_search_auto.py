@@ -233,6 +233,37 @@ def test_niche_leaders_are_apart_and_near_the_best_in_time() -> None:
     assert niche_leaders(X, seen, order, 5, 0.0, y) == [3]
 
 
+def test_the_pool_posterior_is_the_dense_gaussian_process_posterior() -> None:
+    """Fitted on some rows, then extended one row at a time, the pool's posterior mean and
+    standard deviation are those of the Gaussian process written out densely (NumPy's solve),
+    and the in-place kernel gives exactly the values of the one the fit uses."""
+    from pyclperf.tuner.search.gp_pool import PoolGP, _matern32, _matern32_only
+
+    rng = np.random.default_rng(5)
+    Z = rng.random((400, 6))
+    y_all = np.cos(3 * Z[:, 0]) + Z[:, 1] * Z[:, 2] + 0.02 * rng.standard_normal(400)
+    rows = [int(r) for r in rng.choice(400, 14, replace=False)]
+    gp = PoolGP(Z, cap=15, prior=(1.0, 0.7))
+    gp.refit(rows[:9], y_all[rows[:9]])
+    for r in rows[9:]:
+        gp.add(r)
+    mu, sd = gp.predict(y_all[rows])
+
+    D = Z.shape[1]
+    scaled = Z * np.exp(-gp.theta[:D])
+    r2 = ((scaled[:, None, :] - scaled[None, :, :]) ** 2).sum(-1)
+    K = gp.sf2 * _matern32(r2)[0]
+    A = K[np.ix_(rows, rows)] + (gp.sn2 + 1e-8) * np.eye(len(rows))
+    yy = (y_all[rows] - gp.mu) / gp.sd
+    want_mu = K[:, rows] @ np.linalg.solve(A, yy) * gp.sd + gp.mu
+    want_var = gp.sf2 - np.einsum("ij,ji->i", K[:, rows], np.linalg.solve(A, K[rows, :]))
+    assert np.allclose(mu, want_mu, atol=1e-7)
+    assert np.allclose(sd, np.sqrt(np.maximum(want_var, 1e-12)) * gp.sd, atol=1e-6)
+
+    r2 = np.r_[-1e-12, 0.0, rng.random(50) * 9]
+    assert np.array_equal(_matern32_only(r2.copy()), _matern32(r2)[0])
+
+
 def test_balls_are_each_centres_smallest_ball_holding_a_candidate() -> None:
     import itertools
 
