@@ -113,8 +113,7 @@ class PoolGP:
         self.rows = list(rows)
         n = len(self.rows)
         self.V = np.empty((self.cap, self.N))
-        KI = self.V[:n]
-        KI[:] = self._krow(self.rows)
+        KI = self._krow(self.rows, out=self.V[:n])
         self.L = np.zeros((self.cap, self.cap))
         self.L[:n, :n] = np.linalg.cholesky(KI[:, self.rows] + (self.sn2 + 1e-8) * np.eye(n))
         # V = L^-1 K, solved in V's own memory: its transpose is column-major, so BLAS's
@@ -125,11 +124,12 @@ class PoolGP:
             KI[:] = solved.T
         self.vv = (KI ** 2).sum(0)
 
-    def _krow(self, rows: Sequence[int]) -> np.ndarray:
+    def _krow(self, rows: Sequence[int], out: np.ndarray | None = None) -> np.ndarray:
+        """The kernel between ``rows`` and every pool row, written into ``out`` where given."""
         rows = list(rows)
         cross = self.F[rows] @ self.F.T
         cross *= 2.0                                # exact: the same as 2 * (F_r F^T)
-        r2 = self.f2[rows][:, None] + self.f2[None, :]
+        r2 = np.add(self.f2[rows][:, None], self.f2[None, :], out=out)
         r2 -= cross
         k = _matern32_only(r2)
         k *= self.sf2
