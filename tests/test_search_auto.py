@@ -43,11 +43,84 @@ def test_a_space_that_fits_the_budget_is_walked_whole() -> None:
 
 
 def test_a_shorter_search_is_the_start_of_a_longer_one() -> None:
-    """From a budget of 40 on the search does not plan by it: 40 evaluations are the first 40
-    of 80. Under 40 its start is shorter (30% of the budget), so 20 are not the first 20 of 80."""
+    """From a budget of 40 on the search does not plan by it until its end game (the last
+    fifth, from evaluation 60 on): 40 evaluations are the first 40 of 80. Under 40 its start is
+    shorter (30% of the budget), so 20 are not the first 20 of 80."""
     assert replay("auto", 40, 4) == replay("auto", 80, 4)[:40]
     assert replay("auto", 40, 4) != replay("auto", 40, 5)
     assert replay("auto", 20, 4) != replay("auto", 80, 4)[:20]
+
+
+def test_the_end_game_starts_at_the_last_fifth_and_never_before_60() -> None:
+    from pyclperf.tuner.search.auto import endgame_start
+
+    assert [endgame_start(b) for b in (40, 60, 70, 75, 100, 200, 400)] == \
+        [60, 60, 60, 60, 80, 160, 320]
+
+
+def test_agreeing_rows_keep_every_value_the_elite_share() -> None:
+    from pyclperf.tuner.search.auto import agreeing
+
+    X = np.array([[0, 1, 2], [0, 1, 0], [0, 2, 2], [1, 1, 2], [0, 1, 1]])
+    assert agreeing(X, [0, 1]).tolist() == [True, True, False, False, True]   # share x0, x1
+    assert agreeing(X, [0, 1, 2]).tolist() == [True, True, True, False, True]  # share x0
+    assert agreeing(X, [2, 3, 4]).all()                                         # share nothing
+
+
+def test_the_end_of_a_budget_searches_what_the_best_configurations_share(monkeypatch) -> None:
+    """In the last fifth of a budget of 100 most evaluations keep every value the four best so
+    far share (on the recorded space, seeds 0-2: 0.8, 0.8 and 0.5 of them), more than the same
+    runs without the end game (0.5, 0.6, 0.2), and the first 80 evaluations are the same."""
+    from pyclperf.tuner.search import auto
+
+    def rows() -> list[tuple[dict, float]]:
+        out = []
+        for seed in range(3):
+            res = pyclperf.tune("", "sgemm", REC.problem_size, [], REC.tune_params,
+                                restrictions=REC.recorded_with["restrictions"], replay=EXAMPLE,
+                                search=pyclperf.Search("auto", max_fevals=100, seed=seed),
+                                execution=QUIET)
+            out.append([({p: r[p] for p in REC.tune_params}, r["time_ms"]) for r in res.rows])
+        return out
+
+    def agreeing_share(runs: list) -> float:
+        hits = 0
+        for run in runs:
+            for k in range(80, 100):
+                best = sorted((t, i) for i, (_, t) in enumerate(run[:k]) if t is not None)[:4]
+                elite = [run[i][0] for _, i in best]
+                shared = [p for p in elite[0] if all(e[p] == elite[0][p] for e in elite)]
+                hits += all(run[k][0][p] == elite[0][p] for p in shared)
+        return hits / (20 * len(runs))
+
+    with_end = rows()
+    real = auto.program
+    monkeypatch.setattr(auto, "program", lambda *a: real(*a, endgame=False))
+    without = rows()
+    assert [r[:80] for r in with_end] == [r[:80] for r in without]
+    assert agreeing_share(with_end) >= 0.6
+    assert agreeing_share(with_end) > agreeing_share(without) + 0.15
+
+
+def test_a_time_limit_alone_plans_no_end_game(monkeypatch) -> None:
+    """Without max_fevals the model's plan of UNBOUNDED evaluations is not the search's end, so
+    the program runs without an end game; with it, with one."""
+    from pyclperf.tuner.search import auto
+
+    seen: list[bool] = []
+
+    def watched(X, sizes, rng, budget, levels, endgame=True):
+        seen.append(endgame)
+        yield 0
+
+    monkeypatch.setattr(auto, "program", watched)
+    params = {f"p{i}": list(range(12)) for i in range(8)}            # too large to count
+    space = Space(params, compile_restrictions(["p0 + p1 < 20"], list(params)))
+    for fevals in (None, 30):
+        s = make_strategy("auto", space, seed=1, max_fevals=fevals)
+        assert s.ask() is not None
+        s.close()
+    assert seen == [False, True]
 
 
 def test_it_finds_faster_configurations_than_random_sampling() -> None:
