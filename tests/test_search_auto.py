@@ -104,7 +104,7 @@ def test_the_end_of_a_budget_searches_what_the_best_configurations_share(monkeyp
 
 def test_a_time_limit_alone_plans_no_end_game(monkeypatch) -> None:
     """Without max_fevals the model's plan of UNBOUNDED evaluations is not the search's end, so
-    the program runs without an end game; with it, with one."""
+    the program runs without an end game; with it, with one (a budget of 30 ends before it)."""
     from pyclperf.tuner.search import auto
 
     seen: list[bool] = []
@@ -116,11 +116,16 @@ def test_a_time_limit_alone_plans_no_end_game(monkeypatch) -> None:
     monkeypatch.setattr(auto, "program", watched)
     params = {f"p{i}": list(range(12)) for i in range(8)}            # too large to count
     space = Space(params, compile_restrictions(["p0 + p1 < 20"], list(params)))
-    for fevals in (None, 30):
+    said = []
+    for fevals in (None, 30, 100):
         s = make_strategy("auto", space, seed=1, max_fevals=fevals)
         assert s.ask() is not None
+        said.append(s.algorithm)
         s.close()
-    assert seen == [False, True]
+    assert seen == [False, True, True]
+    # the rows say so where the end game comes
+    assert ["best share" in a for a in said] == [False, False, True]
+    assert "from evaluation 81 mostly among what the 4 best share" in said[2]
 
 
 def test_it_finds_faster_configurations_than_random_sampling() -> None:

@@ -359,6 +359,9 @@ def make(space: Space, seed: int | None, opts: Mapping[str, Any], max_fevals: in
     budget = max_fevals if max_fevals is not None else UNBOUNDED
     # a time limit alone: the plan of UNBOUNDED evaluations is not where the search ends
     run = program if max_fevals is not None else partial(program, endgame=False)
-    return Stepwise(space, pooled(run, budget), seed=seed,
-                    algorithm="auto: a Gaussian process over the configurations, expected "
-                              "improvement in local, recombined and global regions")
+    algorithm = ("auto: a Gaussian process over the configurations, expected improvement in "
+                 "local, recombined and global regions")
+    if max_fevals is not None and endgame_start(max_fevals) < max_fevals:
+        algorithm += (f"; from evaluation {endgame_start(max_fevals) + 1} mostly among what the "
+                      f"{ELITE} best share")
+    return Stepwise(space, pooled(run, budget), seed=seed, algorithm=algorithm)
