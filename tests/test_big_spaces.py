@@ -245,7 +245,7 @@ def _rss_mib() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
 
 
-@pytest.mark.slow
+@pytest.mark.slow(32)
 def test_a_long_sweep_keeps_few_programs_alive_and_memory_flat(ctx) -> None:
     # 300 configurations, one build each: about 0.07 s each on PoCL with its kernel cache warm,
     # 0.4 s cold, 0.05-0.1 s on NVIDIA's. Before the cache was bounded every build stayed alive

@@ -205,7 +205,7 @@ def test_lanes_start_the_host_bound_experiments_first():
 
 
 @pytest.mark.device
-@pytest.mark.slow  # 10-15 s on an H200 beside the other tests
+@pytest.mark.slow(17)  # 10-17 s on an H200 beside the other tests
 def test_the_guide_in_two_lanes_runs_every_experiment_in_catalogue_order(ctx, tmp_path, monkeypatch):
     from pyclperf.guide import report
     from pyclperf.guide import run as guide

@@ -81,10 +81,14 @@ def _runnable(page: Path) -> list[Block]:
 
 # Pages that measure the device's full profile on a GPU (a quick one on a CPU device).
 _FULL_PROFILE_ON_A_GPU = {"roofline.md"}
+# Seconds a page's code took in `make gpu-check` on the H200 (2026-11-29), beside the other
+# tests: the order the longest tests start in (tests/conftest.py); a page not listed, under 15 s.
+_SECONDS_ON_A_GPU = {"roofline.md": 61, "README.md": 38, "tuning.md": 27, "running.md": 21}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("page", [p for p in PAGES if _runnable(p)], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "page", [pytest.param(p, marks=pytest.mark.slow(_SECONDS_ON_A_GPU.get(p.name, 5)))
+             for p in PAGES if _runnable(p)], ids=lambda p: p.name)
 def test_the_pages_code_runs(page: Path, ctx, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     todo = _runnable(page)
     on_oclgrind = [b for b in todo if _ON_OCLGRIND.search(b.code)]

@@ -57,7 +57,7 @@ def test_clpeak_output_is_parsed_by_section():
     assert module.clpeak_best(sections, "Double-precision compute") is None
 
 
-@pytest.mark.slow
+@pytest.mark.slow(50)
 def test_the_table_holds_every_reference(script, ctx, tmp_path, capsys, monkeypatch):
     fake = FakeCupy()
     fake.cuda.runtime.getDeviceProperties = lambda i: {"multiProcessorCount": 4, "l2CacheSize": 50 << 20}
