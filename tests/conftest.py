@@ -7,7 +7,6 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -103,7 +102,7 @@ def rng() -> np.random.Generator:
     return np.random.default_rng()
 
 
-_PROFILES: dict[tuple[str, str], tuple[Path, str]] = {}
+_PROFILES: dict[str, tuple] = {}
 
 
 @pytest.fixture
@@ -113,37 +112,19 @@ def roofline_profiles(ctx: pyclperf.Context, tmp_path_factory: pytest.TempPathFa
     what the command printed). Tests that explain kernels read it from there (roofline_env).
     Cached here by device rather than by a session scope: the plugin's device parameter is a new
     object for every test, so pytest would measure it again for each."""
-    return _measured_once(ctx, tmp_path_factory, "profiles", ["--quick"])
-
-
-@pytest.fixture
-def full_profile(ctx: pyclperf.Context, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder holding the device's full profile, measured once per session and device by
-    ``pyclperf profile``. The page and the notebook that show a full profile on a GPU start from
-    a copy of it: on the H200 each measured its own beside the other tests (61 s and 40 s), two
-    full profiles loading the one device at once."""
-    return _measured_once(ctx, tmp_path_factory, "full-profiles", [])[0]
-
-
-def _measured_once(ctx: pyclperf.Context, tmp_path_factory: pytest.TempPathFactory, label: str,
-                   options: list[str]) -> tuple[Path, str]:
-    """``pyclperf profile OPTIONS`` on the device under test into a folder of the session's:
-    (folder, what it printed), measured by the first test to ask."""
     import contextlib
     import io
 
     from pyclperf import cli
 
     spec = f"{ctx.info.platform_index}:{ctx.info.device_index}"
-    key = (label, spec)
-    if key not in _PROFILES:
+    if spec not in _PROFILES:
         # pytest-xdist's processes share one base folder: the first to get here measures the
         # profile, under a lock, and the others read what it measured.
         base = tmp_path_factory.getbasetemp()
         shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-        name = f"{label}-{spec.replace(':', '-')}"
-        folder = shared / name
-        with open(shared / f"{name}.lock", "w") as lock:
+        folder = shared / f"profiles-{spec.replace(':', '-')}"
+        with open(shared / f"profiles-{spec.replace(':', '-')}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             printed_file = folder / "printed.txt"
             if not printed_file.exists():
@@ -152,10 +133,10 @@ def _measured_once(ctx: pyclperf.Context, tmp_path_factory: pytest.TempPathFacto
                 with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(printed):
                     mp.setenv("PYCLPERF_PROFILES", str(folder))
                     mp.setenv("MPLBACKEND", "Agg")
-                    assert cli.main(["profile", *options, "--device", spec]) == 0
+                    assert cli.main(["profile", "--quick", "--device", spec]) == 0
                 printed_file.write_text(printed.getvalue())
-        _PROFILES[key] = (folder, printed_file.read_text())
-    return _PROFILES[key]
+        _PROFILES[spec] = (folder, printed_file.read_text())
+    return _PROFILES[spec]
 
 
 @pytest.fixture

@@ -108,13 +108,6 @@ def test_the_pages_code_runs(page: Path, ctx, tmp_path: Path, request: pytest.Fi
         # the roofline page measures a full one into its own folder: a quick one cannot serve
         # it, and the tests that read the session's folder expect the quick one there).
         env["PYCLPERF_PROFILES"] = str(request.getfixturevalue("roofline_profiles")[0])
-    elif ctx.info.is_gpu and page.name in _FULL_PROFILE_ON_A_GPU:
-        # its own folder, starting from the session's full and quick profiles (each measured
-        # once, by the first test that asks): the page's code reads them as a user's second run
-        # would, and what it measures anew stays in its own folder
-        shutil.copytree(request.getfixturevalue("full_profile"), tmp_path / "profiles")
-        shutil.copytree(request.getfixturevalue("roofline_profiles")[0], tmp_path / "profiles",
-                        dirs_exist_ok=True)
     plan = tmp_path / "blocks.json"
     plan.write_text(json.dumps([page.relative_to(ROOT).as_posix(),
                                 [(b.language, b.code, b.line) for b in todo]]))
