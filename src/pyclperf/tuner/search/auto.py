@@ -65,12 +65,12 @@ that keep every value the four best so far share, ranked by plain expected impro
 then the search has found its region, and what is left there can be a needle the model does not
 point to: on the hub's A100 convolution the four best usually agree on the two-valued
 parameters and one or both tile sides, and the optimum is one block shape (32 x 4) among the 60
-of its tile, its neighbours at 0.5-0.7 of it. Runs of 100 evaluations that hold the optimum rose from 40% to 70% (seeds
-0-29), 40% to 60% (90-119) and 38% to 53% (300-359), so the median there from 0.93 to 1.00; every
-other cell of the benchmark's tables (six spaces, 20 to 400 evaluations, both seed sets) stayed
-as it was. The same end at a budget of 50 lowered the A100's median there (seeds 90-119: 0.83
-to 0.70-0.81); over the last 30% of a budget, the A6000's mean at 100 (seeds 0-29: 0.956 to
-0.942).
+of its tile, its neighbours at 0.5-0.7 of it. Runs of 100 evaluations that hold the optimum
+rose from 40% to 70% (seeds 0-29), 40% to 60% (90-119) and 38% to 53% (300-359), so the median
+there from 0.93 to 1.00; every other cell of the benchmark's tables (six spaces, 20 to 400
+evaluations, both seed sets) stayed as it was. The same end at a budget of 50 lowered the
+A100's median there (seeds 90-119: 0.83 to 0.70-0.81); over the last 30% of a budget, the
+A6000's mean at 100 (seeds 0-29: 0.956 to 0.942).
 
 Every fit of the model's hyperparameters is the most probable under a log-normal prior on each
 length scale (centre 4, the coordinates' range being 1; width 0.7 in log) and starts at that
@@ -99,10 +99,9 @@ design in index space picks corners, usually poor block sizes), or from 30% of a
 hyperparameters are refitted every 5 evaluations up to 40, then each time the evaluations grow
 by 30%; in between an evaluation extends the model by one row. From a budget of 40 on the
 search does not depend on the budget until its end game: a run of 100 is the first 80 of a run
-of 400. The
-candidates are the allowed configurations where they can be listed (search/pool.py), else a
-seeded sample of them. Several objectives: Optuna's
-NSGA-II (search/optuna_family.py).
+of 400. The candidates are the allowed configurations where they can be listed
+(search/pool.py), else a seeded sample of them. Several objectives: Optuna's NSGA-II
+(search/optuna_family.py).
 """
 
 from __future__ import annotations
