@@ -22,13 +22,17 @@ REC = Recording(EXAMPLE)
 QUIET = pyclperf.Execution(progress=False)
 
 
-def replay(strategy: str, budget: int, seed: int) -> list[float]:
+def replayed_rows(strategy: str, budget: int, seed: int) -> list[dict]:
     res = pyclperf.tune("", "sgemm", REC.problem_size, [], REC.tune_params,
                         restrictions=REC.recorded_with["restrictions"], replay=EXAMPLE,
                         search=pyclperf.Search(strategy, max_fevals=budget, seed=seed),
                         execution=QUIET)
     assert len({r["config"] for r in res.rows}) == len(res.rows) == budget
-    return [r["time_ms"] for r in res.rows]
+    return res.rows
+
+
+def replay(strategy: str, budget: int, seed: int) -> list[float]:
+    return [r["time_ms"] for r in replayed_rows(strategy, budget, seed)]
 
 
 def test_a_space_that_fits_the_budget_is_walked_whole() -> None:
@@ -73,15 +77,9 @@ def test_the_end_of_a_budget_searches_what_the_best_configurations_share(monkeyp
     runs without the end game (0.5, 0.6, 0.2), and the first 80 evaluations are the same."""
     from pyclperf.tuner.search import auto
 
-    def rows() -> list[tuple[dict, float]]:
-        out = []
-        for seed in range(3):
-            res = pyclperf.tune("", "sgemm", REC.problem_size, [], REC.tune_params,
-                                restrictions=REC.recorded_with["restrictions"], replay=EXAMPLE,
-                                search=pyclperf.Search("auto", max_fevals=100, seed=seed),
-                                execution=QUIET)
-            out.append([({p: r[p] for p in REC.tune_params}, r["time_ms"]) for r in res.rows])
-        return out
+    def rows() -> list[list[tuple[dict, float]]]:
+        return [[({p: r[p] for p in REC.tune_params}, r["time_ms"])
+                 for r in replayed_rows("auto", 100, seed)] for seed in range(3)]
 
     def agreeing_share(runs: list) -> float:
         hits = 0
