@@ -126,12 +126,10 @@ def test_sweep_sets_begin_on_a_huge_page_boundary_and_a_pass_that_ignores_it_is_
     from pyclperf.roofline.hugepages import HUGE
 
     rng = np.random.default_rng()
-    # One pass per launch: the sums are taken mod 2^32, and a shift of the window by `first`
-    # elements changes each lane's sum by a * 16 * first * slice * passes. With the default 1024
-    # passes of a 64 KiB set (slice 512) that is 0 mod 2^32 whenever the offset to the boundary
-    # is a multiple of 32 KiB (under the sanitizer's allocator it was, once in a CI run); with one
-    # pass it is never 0 (the offset is under 2 MiB and not 0).
-    reader = PassReader(ctx, 1 * MiB, rng, min_bytes=1)
+    # The default passes (odd since a CI run under the sanitizer's allocator placed the sets a
+    # multiple of 32 KiB in, where 1024 passes of a 64 KiB set summed the shifted window to the
+    # same mod 2^32; the next test covers every such offset).
+    reader = PassReader(ctx, 1 * MiB, rng)
     chase = ChaseRig(ctx, 1 * MiB, rng, steps=512)
     try:
         for rig, buffer, offset in ((reader, reader.src, reader.first * 64), (chase, chase.next, chase.first * 4)):
@@ -149,3 +147,32 @@ def test_sweep_sets_begin_on_a_huge_page_boundary_and_a_pass_that_ignores_it_is_
     finally:
         reader.release()
         chase.release()
+
+
+@pytest.mark.parametrize("groups", [1, 2, 16])
+def test_a_pass_reading_a_shifted_window_changes_every_sum_at_every_set_size(ctx, groups):
+    """ws_pass's sums are taken mod 2^32, and a window shifted by d elements sums each lane to
+    a 16 d slice passes more (roofline/passes.py): at the default 64 MiB per launch, 1024 passes
+    of a 64 KiB set hid every shift by a multiple of 512 elements, and a 1 MiB set read once hid
+    one of 2^14. With odd passes and slices of 4 times an odd number, every shift of fewer than
+    2^19 elements (32 MiB; the sets begin less than 2 MiB in) changes every lane's sum, at every
+    size the sweeps measure."""
+    reader = PassReader(ctx, 64 * KiB, np.random.default_rng())
+    reader.release()
+    sizes = sorted({int(2 ** (k / 4)) for k in range(4 * 10, 4 * 31)})  # 1 KiB to 1.7 GiB
+    shifts = [1 << k for k in range(19)] + [3 << 17, (1 << 19) - 1]
+    hidden = []
+    for size in sizes:
+        slice_, passes = reader.plan(size, groups)
+        assert passes % 2 == 1 and slice_ % 4 == 0 and reader.actual(size, groups) <= max(size, 256 * groups)
+        items = groups * reader.local
+        right = reader.sums(slice_, passes, items, first=0).reshape(items, 16)
+        for d in shifts:
+            wrong = reader.sums(slice_, passes, items, first=d).reshape(items, 16)
+            if (wrong == right).any():
+                hidden.append((size, slice_, passes, d))
+    assert not hidden, f"shifted windows that sum the same (size, slice, passes, shift): {hidden[:5]}"
+    # and the sets stay within 8 elements a work-item (0.8%) of what was asked, above the smallest
+    for size in sizes:
+        if size >= 64 * KiB * groups:
+            assert reader.actual(size, groups) >= 0.992 * size

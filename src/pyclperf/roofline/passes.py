@@ -15,7 +15,13 @@ two threads to two cores), so the sweep reads every point in more than one round
 seconds apart, and keeps each point's fastest (``again``).
 
 The set's words are ``a i + b`` (fill_affine on the device), so every work-item's sums have a
-closed form; each point is verified in full after the output was poisoned.
+closed form; each point is verified in full after the output was poisoned. The sums are taken
+mod 2^32, and a work-item whose window is shifted by d elements sums each lane to
+a 16 d slice passes more, which vanishes mod 2^32 where d slice passes holds 2^28: a read that
+ignored the sets' start (``first``, up to 2 MiB in) went unseen at 1024 passes of a 64 KiB set
+whenever that start was a multiple of 32 KiB. So the passes are odd, and a slice of 1024 elements
+or more is 4 times an odd number (4 elements less where it was not): every shift of fewer than
+2^19 elements (32 MiB) changes every sum.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from .streams import affine_sums
 
 ELEMENT = 64  # bytes of a uint16
 SLICE_STEP = 4  # the kernel reads four elements per loop trip
+# From this many elements per work-item on, a slice is 4 times an odd number (module docstring).
+ODD_SLICE_FROM = 1024
 
 
 class PassReader:
@@ -60,7 +68,10 @@ class PassReader:
     def slice_of(self, size: int, groups: int | None = None) -> int:
         """Elements per work-item for a set of about ``size`` bytes (a whole number of trips)."""
         per_item = size // (ELEMENT * (groups or self.groups) * self.local)
-        return max(SLICE_STEP, per_item // SLICE_STEP * SLICE_STEP)
+        slice_ = max(SLICE_STEP, per_item // SLICE_STEP * SLICE_STEP)
+        if slice_ >= ODD_SLICE_FROM and slice_ // SLICE_STEP % 2 == 0:
+            slice_ -= SLICE_STEP
+        return slice_
 
     def actual(self, size: int, groups: int | None = None) -> int:
         """The bytes a set of about ``size`` bytes really holds (shares are whole trips)."""
@@ -71,9 +82,8 @@ class PassReader:
         """One point, by ``groups`` work-groups (default: one per compute unit): verified, then
         timed; ``size`` is rounded to ``actual(size, groups)``."""
         groups = int(groups or self.groups)
-        slice_ = self.slice_of(size, groups)
+        slice_, passes = self.plan(size, groups)
         actual = self.actual(size, groups)
-        passes = max(1, -(-self.min_bytes // actual))
         items = groups * self.local
         kernel = self.kernel.set_args(self.src, np.uint32(self.first), np.uint32(slice_),
                                       np.uint32(passes), self.out)
@@ -83,17 +93,27 @@ class PassReader:
         kernel.run(items, self.local)
         got = np.empty(items * 16, np.uint32)
         self.out.read(got)
-        firsts = np.uint64(self.first) + np.arange(items, dtype=np.uint64) * np.uint64(slice_)
-        elements = np.uint64(slice_) * firsts + np.uint64(slice_ * (slice_ - 1) // 2)
-        want = affine_sums(self.a, self.b, 16, elements, slice_).astype(np.uint64)
-        want = ((want * np.uint64(passes)) & np.uint64(0xFFFFFFFF)).astype(np.uint32).reshape(-1)
-        ok, detail = compare(got, want, "work-item sums")
+        ok, detail = compare(got, self.sums(slice_, passes, items), "work-item sums")
         if not ok:
             return {**row, "status": "wrong result", "error": detail}
         fig = rate(timings(kernel, items, self.local, effort), float(actual) * passes, "GB/s", "")
         return {**row, "status": OK, "gbps": fig["value"], "gbps_median": fig["median"],
                 "spread_pct": fig["spread_pct"], "n": fig["n"], "median_ns": fig["median_ns"],
                 "rounds": 1}
+
+    def plan(self, size: int, groups: int | None = None) -> tuple[int, int]:
+        """(elements per work-item, passes) of a point of about ``size`` bytes."""
+        passes = max(1, -(-self.min_bytes // self.actual(size, groups)))
+        return self.slice_of(size, groups), passes | 1  # odd: the module docstring
+
+    def sums(self, slice_: int, passes: int, items: int, first: int | None = None) -> np.ndarray:
+        """What ws_pass leaves in ``out``: each work-item's lane sums, its window ``slice_``
+        elements from ``first`` (default: where the sets begin) on, read ``passes`` times."""
+        start = self.first if first is None else first
+        firsts = np.uint64(start) + np.arange(items, dtype=np.uint64) * np.uint64(slice_)
+        elements = np.uint64(slice_) * firsts + np.uint64(slice_ * (slice_ - 1) // 2)
+        want = affine_sums(self.a, self.b, 16, elements, slice_).astype(np.uint64)
+        return ((want * np.uint64(passes)) & np.uint64(0xFFFFFFFF)).astype(np.uint32).reshape(-1)
 
     def again(self, row: dict[str, Any], effort: Effort) -> float:
         """Time a verified point once more (the same launch: its result was checked), keeping
