@@ -126,6 +126,36 @@ def test_a_time_limit_alone_plans_no_end_game(monkeypatch) -> None:
     assert "from evaluation 81 mostly among what the 4 best share" in said[2]
 
 
+def test_a_budget_larger_than_the_pool_names_the_end_game_of_each_run(monkeypatch) -> None:
+    """A budget whose model would not fit in memory over the whole space is searched over a
+    sample (search/pool.py), in runs of the sample's size, each with its own end game: the rows
+    say where that comes in each run, not at the budget's own last fifth."""
+    from pyclperf.tuner.search import auto
+    from pyclperf.tuner.search.pool import pool_size
+
+    lengths: list[int] = []
+
+    def watched(X, sizes, rng, budget, levels, endgame=True):
+        lengths.append(budget)
+        for row in range(budget):
+            yield row
+
+    monkeypatch.setattr(auto, "program", watched)
+    space = Space({"a": list(range(100)), "b": list(range(100)), "c": list(range(10))})
+    s = make_strategy("auto", space, seed=3, max_fevals=5000)
+    run = pool_size(space.allowed_count, 5000)
+    assert run < 5000
+    for _ in range(run + 5):                       # into the second run
+        s.tell(s.ask(), 1.0)
+    s.close()
+    assert lengths == [run, run]
+    assert f"from evaluation {auto.endgame_start(run) + 1} of each run over a sample of {run} " \
+        "configurations mostly among what the 4 best share" in s.algorithm
+    small = make_strategy("auto", space, seed=3, max_fevals=100)
+    assert "from evaluation 81 mostly among" in small.algorithm and "sample" not in small.algorithm
+    small.close()
+
+
 def test_it_finds_faster_configurations_than_random_sampling() -> None:
     """Over 6 seeds at 60 evaluations (6% of the recorded space): the median best time auto
     finds is faster than random sampling's, and its worst run no slower than random's median."""

@@ -115,7 +115,7 @@ import numpy as np
 from ..searchspace import Space
 from .base import BruteForce
 from .gp_pool import PoolGP, log_targets
-from .pool import pooled
+from .pool import pool_size, pooled
 from .stepwise import Stepwise
 
 # The model's share of each region's steps (the rest are global), the elite and niche sizes,
@@ -360,7 +360,12 @@ def make(space: Space, seed: int | None, opts: Mapping[str, Any], max_fevals: in
     run = program if max_fevals is not None else partial(program, endgame=False)
     algorithm = ("auto: a Gaussian process over the configurations, expected improvement in "
                  "local, recombined and global regions")
-    if max_fevals is not None and endgame_start(max_fevals) < max_fevals:
-        algorithm += (f"; from evaluation {endgame_start(max_fevals) + 1} mostly among what the "
-                      f"{ELITE} best share")
+    # a pool smaller than the budget (a sample of a large space) is searched in runs of its size,
+    # each with its own end game (pool.pooled: a run ends there and the next starts afresh)
+    run_length = min(budget, pool_size(count, budget))
+    if max_fevals is not None and endgame_start(run_length) < run_length:
+        algorithm += f"; from evaluation {endgame_start(run_length) + 1}"
+        if run_length < max_fevals:
+            algorithm += f" of each run over a sample of {run_length} configurations"
+        algorithm += f" mostly among what the {ELITE} best share"
     return Stepwise(space, pooled(run, budget), seed=seed, algorithm=algorithm)

@@ -48,16 +48,22 @@ RowProgram = Callable[[np.ndarray, np.ndarray, random.Random, int, list],
                       Generator[int, Any, None]]
 
 
+def pool_size(count: int | None, budget: int) -> int:
+    """How many configurations a pool for ``budget`` evaluations holds at most, of an allowed
+    set of ``count`` (None: too large to count)."""
+    most = max(1000, CELLS // (budget + 1))
+    return min(count, most) if count is not None else min(most, SAMPLE)
+
+
 def pool(s: Stepwise, rng: random.Random, budget: int) -> tuple[np.ndarray, np.ndarray]:
     """(ids, X) of the configurations to search among: the allowed set, or a sample of it."""
     ids = s.space.allowed_ids
-    most = max(1000, CELLS // (budget + 1))
+    most = pool_size(None if ids is None else len(ids), budget)
     if ids is not None and len(ids) <= most:
         chosen = np.fromiter(ids, dtype=np.int64, count=len(ids))
     else:
         walk = s.space.shuffled(rng)
-        want = most if ids is not None else min(most, SAMPLE)
-        chosen = np.fromiter((i for _, i in zip(range(want), walk)), dtype=np.int64)
+        chosen = np.fromiter((i for _, i in zip(range(most), walk)), dtype=np.int64)
     return chosen, s.encoding.matrix(chosen)
 
 
