@@ -19,9 +19,12 @@ closed form; each point is verified in full after the output was poisoned. The s
 mod 2^32, and a work-item whose window is shifted by d elements sums each lane to
 a 16 d slice passes more, which vanishes mod 2^32 where d slice passes holds 2^28: a read that
 ignored the sets' start (``first``, up to 2 MiB in) went unseen at 1024 passes of a 64 KiB set
-whenever that start was a multiple of 32 KiB. So the passes are odd, and a slice of 1024 elements
-or more is 4 times an odd number (4 elements less where it was not): every shift of fewer than
-2^19 elements (32 MiB) changes every sum.
+whenever that start was a multiple of 32 KiB. So a slice of 1024 elements or more is 4 times an
+odd number (4 elements less where it was not), and the passes are odd where one more costs at
+most a sixteenth of the reads (16 passes or more) or the slice is shorter: every shift of fewer
+than 2^19 elements (32 MiB) changes every sum. A set of a power of two bytes keeps its whole
+number of passes (1 at 64 MiB, 2 at 32 MiB): the 4 elements its slice gave up do not count
+against ``min_bytes``.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ from .streams import affine_sums
 
 ELEMENT = 64  # bytes of a uint16
 SLICE_STEP = 4  # the kernel reads four elements per loop trip
-# From this many elements per work-item on, a slice is 4 times an odd number (module docstring).
-ODD_SLICE_FROM = 1024
+# From this many elements per work-item on, a slice is 4 times an odd number, and from this many
+# passes on the passes are odd (module docstring).
+ODD_SLICE_FROM, ODD_PASSES_FROM = 1024, 16
 
 
 class PassReader:
@@ -103,8 +107,13 @@ class PassReader:
 
     def plan(self, size: int, groups: int | None = None) -> tuple[int, int]:
         """(elements per work-item, passes) of a point of about ``size`` bytes."""
-        passes = max(1, -(-self.min_bytes // self.actual(size, groups)))
-        return self.slice_of(size, groups), passes | 1  # odd: the module docstring
+        slice_ = self.slice_of(size, groups)
+        # at least min_bytes, less the up to 8 elements in 1024 a slice's rounding gave up
+        floor = self.min_bytes * (ODD_SLICE_FROM - 2 * SLICE_STEP)
+        passes = max(1, -(-floor // (ODD_SLICE_FROM * self.actual(size, groups))))
+        if passes % 2 == 0 and (passes >= ODD_PASSES_FROM or slice_ < ODD_SLICE_FROM):
+            passes += 1                                 # odd: the module docstring
+        return slice_, passes
 
     def sums(self, slice_: int, passes: int, items: int, first: int | None = None) -> np.ndarray:
         """What ws_pass leaves in ``out``: each work-item's lane sums, its window ``slice_``
