@@ -51,7 +51,8 @@ class PassReader:
     """ws_pass over sets of up to ``top`` bytes (on huge pages where Linux gives them):
     one work-group per compute unit of ``local`` work-items (one: then each work-item streams
     its group's whole share, and no barrier splits the passes; 1.2-1.8x the rate of groups of
-    16 at small sets on PoCL), at least ``min_bytes`` read per launch."""
+    16 at small sets on PoCL), at least ``min_bytes`` read per launch (less up to 0.8%: the
+    module docstring)."""
 
     def __init__(self, ctx: Any, top: int, rng: np.random.Generator, local: int = 1,
                  min_bytes: int = 64 * MiB) -> None:
