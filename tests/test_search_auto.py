@@ -49,10 +49,18 @@ def test_a_space_that_fits_the_budget_is_walked_whole() -> None:
 def test_a_shorter_search_is_the_start_of_a_longer_one() -> None:
     """From a budget of 40 on the search does not plan by it until its end game (the last
     fifth, from evaluation 60 on): 40 evaluations are the first 40 of 80. Under 40 its start is
-    shorter (30% of the budget), so 20 are not the first 20 of 80."""
+    shorter (a fifth of the budget), so 20 are not the first 20 of 80."""
     assert replay("auto", 40, 4) == replay("auto", 80, 4)[:40]
     assert replay("auto", 40, 4) != replay("auto", 40, 5)
     assert replay("auto", 20, 4) != replay("auto", 80, 4)[:20]
+
+
+def test_a_budget_under_40_starts_from_a_fifth_of_it_and_aims_nearer() -> None:
+    from pyclperf.tuner.search import auto
+
+    assert [auto.opening(b) for b in (3, 10, 20, 30, 39)] == \
+        [(3, 0.25), (4, 0.25), (4, 0.25), (6, 0.25), (8, 0.25)]
+    assert [auto.opening(b) for b in (40, 100, 400)] == [(12, 0.5)] * 3
 
 
 def test_the_end_game_starts_at_the_last_fifth_and_never_before_60() -> None:
@@ -285,10 +293,10 @@ def test_a_length_scale_prior_adds_its_log_density_and_holds_the_fit_near_its_ce
 
 
 def test_every_fit_takes_the_prior_and_starts_at_its_centre(monkeypatch) -> None:
-    """Six parameters of powers of two (6 + 15 coordinates): each refit of a run, the first at 9
-    observations (a budget of 30) or 12 (40), is held by the length-scale prior and starts from
-    its centre, not from where the last fit ended, and ends elsewhere (so a warm start would
-    show)."""
+    """Six parameters of powers of two (6 + 15 coordinates): each refit of a run, the first at
+    its start's end (6 observations for a budget of 30, 12 for 40), is held by the length-scale
+    prior and starts from its centre, not from where the last fit ended, and ends elsewhere (so a
+    warm start would show)."""
     import itertools
     import random
 
@@ -316,7 +324,7 @@ def test_every_fit_takes_the_prior_and_starts_at_its_centre(monkeypatch) -> None
         i = next(gen)
         for _ in range(budget - 1):
             i = gen.send(float(objective[i]))
-        assert fits[0][0] == (9 if budget == 30 else 12) and len(fits) > 2
+        assert fits[0][0] == (6 if budget == 30 else 12) and len(fits) > 2
         for n, prior, started, ended in fits:
             assert prior == auto.LENGTH_PRIOR, n
             assert np.allclose(started[:D], centre), n
