@@ -164,6 +164,36 @@ def test_a_budget_larger_than_the_pool_names_the_end_game_of_each_run(monkeypatc
     small.close()
 
 
+def test_a_space_too_large_to_count_names_the_end_game_of_the_pool_it_drew(monkeypatch) -> None:
+    """A space too large to count is searched over a sample whose size is known only once drawn:
+    where the restrictions allow fewer configurations than the sample would hold, the rows name
+    the end game of the pool drawn, not of the sample planned."""
+    from pyclperf.tuner.search import auto
+    from pyclperf.tuner.search.pool import pool_size
+
+    lengths: list[int] = []
+
+    def watched(X, sizes, rng, budget, levels, endgame=True):
+        lengths.append(budget)
+        for row in range(budget):
+            yield row
+
+    monkeypatch.setattr(auto, "program", watched)
+    params = {"a": list(range(40)), "b": list(range(40)), "c": list(range(10))}
+    space = Space(params, compile_restrictions(["a + b < 15"], list(params)), exact_limit=100)
+    assert space.allowed_count is None
+    allowed = 10 * sum(1 for a in range(40) for b in range(40) if a + b < 15)    # 1200
+    s = make_strategy("auto", space, seed=3, max_fevals=5000)
+    planned = pool_size(None, 5000)
+    assert allowed < planned < 5000
+    assert f"over a sample of {planned} configurations" in s.algorithm
+    s.tell(s.ask(), 1.0)
+    assert lengths == [allowed]
+    assert f"from evaluation {auto.endgame_start(allowed) + 1} of each run over a sample of " \
+        f"{allowed} configurations mostly among what the 4 best share" in s.algorithm
+    s.close()
+
+
 def test_it_finds_faster_configurations_than_random_sampling() -> None:
     """Over 6 seeds at 60 evaluations (6% of the recorded space): the median best time auto
     finds is faster than random sampling's, and its worst run no slower than random's median."""

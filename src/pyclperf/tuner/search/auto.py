@@ -374,14 +374,23 @@ def make(space: Space, seed: int | None, opts: Mapping[str, Any], max_fevals: in
     budget = max_fevals if max_fevals is not None else UNBOUNDED
     # a time limit alone: the plan of UNBOUNDED evaluations is not where the search ends
     run = program if max_fevals is not None else partial(program, endgame=False)
-    algorithm = ("auto: a Gaussian process over the configurations, expected improvement in "
-                 "local, recombined and global regions")
-    # a pool smaller than the budget (a sample of a large space) is searched in runs of its size,
-    # each with its own end game (pool.pooled: a run ends there and the next starts afresh)
-    run_length = min(budget, pool_size(count, budget))
-    if max_fevals is not None and endgame_start(run_length) < run_length:
-        algorithm += f"; from evaluation {endgame_start(run_length) + 1}"
-        if run_length < max_fevals:
-            algorithm += f" of each run over a sample of {run_length} configurations"
-        algorithm += f" mostly among what the {ELITE} best share"
-    return Stepwise(space, pooled(run, budget), seed=seed, algorithm=algorithm)
+
+    def described(pooled_rows: int) -> str:
+        """What runs over pools of ``pooled_rows`` configurations: a pool smaller than the budget
+        (a sample of a large space) is searched in runs of its size, each with its own end game
+        (pool.pooled: a run ends there and the next starts afresh)."""
+        text = ("auto: a Gaussian process over the configurations, expected improvement in "
+                "local, recombined and global regions")
+        run_length = min(budget, pooled_rows)
+        if max_fevals is not None and endgame_start(run_length) < run_length:
+            text += f"; from evaluation {endgame_start(run_length) + 1}"
+            if run_length < max_fevals:
+                text += f" of each run over a sample of {run_length} configurations"
+            text += f" mostly among what the {ELITE} best share"
+        return text
+
+    # A space too large to count may allow fewer configurations than its sample would hold: the
+    # rows then say what the pool drawn holds, once it is drawn.
+    s = Stepwise(space, pooled(run, budget, lambda n: setattr(s, "algorithm", described(n))),
+                 seed=seed, algorithm=described(pool_size(count, budget)))
+    return s

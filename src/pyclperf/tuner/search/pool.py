@@ -67,13 +67,17 @@ def pool(s: Stepwise, rng: random.Random, budget: int) -> tuple[np.ndarray, np.n
     return chosen, s.encoding.matrix(chosen)
 
 
-def pooled(program: RowProgram, budget: int | None) -> Callable[[Stepwise, random.Random], Program]:
+def pooled(program: RowProgram, budget: int | None, drawn: Callable[[int], None] | None = None
+           ) -> Callable[[Stepwise, random.Random], Program]:
     """A Stepwise program from ``program(X, sizes, rng, budget, levels)``, which yields rows of
-    X (``levels``: each dimension's values in index order)."""
+    X (``levels``: each dimension's values in index order); ``drawn`` is told each pool's size
+    as it is drawn."""
 
     def run(s: Stepwise, rng: random.Random) -> Program:
         plan = 1000 if budget is None else budget
         ids, X = pool(s, rng, plan)
+        if drawn is not None:
+            drawn(len(ids))
         if len(ids) == 0:
             return
         left = min(plan, len(ids))
