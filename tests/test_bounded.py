@@ -234,6 +234,62 @@ def test_a_driver_that_maps_much_as_it_starts_opens_and_the_ceiling_still_holds(
     assert worker_process._OPENED_BEFORE_CEILING, "the greedy driver started under the ceiling"
 
 
+# A driver that ends the process as a context is created under a ceiling set as the worker
+# starts, rather than refusing (as NVIDIA's OpenCL did once in a GPU check): installed in the
+# worker processes as GREEDY_DRIVER is.
+CRASHING_DRIVER = '''
+import os
+from pyclperf.device import context
+from pyclperf.tuner import ceiling
+
+_real = context.Context.__init__
+
+
+def _crashing(self, *args, **kwargs):
+    if ceiling.applied is not None:
+        os.write(2, b"terminate called after throwing an instance of 'std::bad_alloc'\\n")
+        os.abort()
+    _real(self, *args, **kwargs)
+
+
+context.Context.__init__ = _crashing
+'''
+
+
+def test_a_driver_that_dies_opening_under_the_ceiling_is_opened_before_it(ctx, rng, tmp_path,
+                                                                           monkeypatch):
+    """A worker whose driver aborts as it opens the device under the ceiling is started again to
+    open the device first, as for a refusal: the sweep runs, and the ceiling still holds."""
+    folder = tmp_path / "crashing"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(CRASHING_DRIVER)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(folder), os.environ.get("PYTHONPATH")) if p))
+    from pyclperf.tuner import supervisor, worker_process
+
+    monkeypatch.setattr(worker_process, "_OPENED_BEFORE_CEILING", set())
+    # no worker an earlier test left idle (started without this driver) is handed out, and none
+    # started with it outlives the test
+    idle: dict = {}
+    monkeypatch.setattr(supervisor, "_idle", idle)
+    n = 1024
+    src = "__kernel void twice(__global float* y, __global const float* x) {" \
+          " int i = get_global_id(0); y[i] = 2.0f * x[i]; }"
+    x = rng.standard_normal(n).astype(np.float32)
+    try:
+        res = tune(src, "twice", n, [_greedy_output(n), x],
+                   {"block_size_x": [64], "GREEDY": [0, 1]}, verify=Verify(answer=[2 * x, None]),
+                   execution=Execution(memory_limit=CEILING, progress=False))
+    finally:
+        for workers in idle.values():
+            for w in workers:
+                w.kill()
+    by = {r["GREEDY"]: r for r in res.rows}
+    assert by[0]["status"] == "ok", res.rows
+    assert by[1]["status"] == "out of memory" and "512.0 MiB" in by[1]["error"], by[1]
+    assert worker_process._OPENED_BEFORE_CEILING, "the crashing driver started under the ceiling"
+
+
 def test_a_device_refused_under_the_ceiling_names_the_ceiling(monkeypatch):
     monkeypatch.setattr(ceiling, "applied", 512 << 20)
     said = ceiling.open_refused("1:0", RuntimeError("device '1:0' matches no OpenCL device; no "

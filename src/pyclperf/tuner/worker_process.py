@@ -93,22 +93,26 @@ class Worker:
         self.awaiting = True
         try:
             reply = channel.loads(channel.receive(self.from_child, time.monotonic() + START_TIMEOUT_S))
-        except (channel.ChannelClosed, channel.ChannelTimeout):
-            why = self.death() if not self.alive() else "did not answer"
+        except (channel.ChannelClosed, channel.ChannelTimeout) as exc:
+            # a closed channel is a worker that ended (or is ending: its pipe closes before it
+            # can be reaped, so it is waited for, not polled)
+            ended = isinstance(exc, channel.ChannelClosed) or not self.alive()
+            why = self.death() if ended else "did not answer"
             self.kill()
+            if self.memory_limit and not self.ceiling_after_open:
+                # A driver may end the process, not refuse, when it cannot map what it needs
+                # under a ceiling set as the worker starts (NVIDIA's OpenCL did, once in a GPU
+                # check): that too is met by opening the device first.
+                self._open_before_ceiling()
+                return
             note = (f", within its memory limit of {ceiling.human_bytes(self.memory_limit)} "
                     "(memory_limit=)" if self.memory_limit and ceiling.ran_out(why) else "")
             raise WorkerFailed(f"the worker process could not open device {self.device!r}"
                                f"{note}: it {why}") from None
         if reply[0] == "refused under the ceiling" and not self.ceiling_after_open:
-            # The driver could not start within the ceiling (it maps much as it opens): a new
-            # worker opens the device first and takes the ceiling on top of that, as every
-            # worker for this device does from now on.
+            # The driver could not start within the ceiling (it maps much as it opens).
             self.kill()
-            _OPENED_BEFORE_CEILING.add(self.device)
-            self.ceiling_after_open = True
-            self._start()
-            self._opened()
+            self._open_before_ceiling()
             return
         if reply[0] != "ready":
             self.kill()
@@ -116,6 +120,14 @@ class Worker:
                                f"{reply[1]}")
         self.awaiting = False
         self._summary = reply[1]
+
+    def _open_before_ceiling(self) -> None:
+        """Start a new worker that opens the device first and takes the ceiling on top of what
+        its driver then holds, as every worker for this device does from now on."""
+        _OPENED_BEFORE_CEILING.add(self.device)
+        self.ceiling_after_open = True
+        self._start()
+        self._opened()
 
     def request(self, request: tuple[Any, ...] | bytes, timeout: float) -> tuple[Any, ...]:
         """Send one request (a tuple, or one channel.dumps made already) and wait for its reply.
