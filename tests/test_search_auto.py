@@ -134,6 +134,22 @@ def test_a_time_limit_alone_plans_no_end_game(monkeypatch) -> None:
     assert "from evaluation 81 mostly among what the 4 best share" in said[2]
 
 
+def runs_in_order(monkeypatch) -> list[int]:
+    """auto's program replaced by one that asks for its pool's rows in order; the list it
+    returns gets the length of each run as the run starts."""
+    from pyclperf.tuner.search import auto
+
+    lengths: list[int] = []
+
+    def in_order(X, sizes, rng, budget, levels, endgame=True):
+        lengths.append(budget)
+        for row in range(budget):       # not yield from: a range's iterator takes no send()
+            yield row
+
+    monkeypatch.setattr(auto, "program", in_order)
+    return lengths
+
+
 def test_a_budget_larger_than_the_pool_names_the_end_game_of_each_run(monkeypatch) -> None:
     """A budget whose model would not fit in memory over the whole space is searched over a
     sample (search/pool.py), in runs of the sample's size, each with its own end game: the rows
@@ -141,14 +157,7 @@ def test_a_budget_larger_than_the_pool_names_the_end_game_of_each_run(monkeypatc
     from pyclperf.tuner.search import auto
     from pyclperf.tuner.search.pool import pool_size
 
-    lengths: list[int] = []
-
-    def watched(X, sizes, rng, budget, levels, endgame=True):
-        lengths.append(budget)
-        for row in range(budget):
-            yield row
-
-    monkeypatch.setattr(auto, "program", watched)
+    lengths = runs_in_order(monkeypatch)
     space = Space({"a": list(range(100)), "b": list(range(100)), "c": list(range(10))})
     s = make_strategy("auto", space, seed=3, max_fevals=5000)
     run = pool_size(space.allowed_count, 5000)
@@ -171,14 +180,7 @@ def test_a_space_too_large_to_count_names_the_end_game_of_the_pool_it_drew(monke
     from pyclperf.tuner.search import auto
     from pyclperf.tuner.search.pool import pool_size
 
-    lengths: list[int] = []
-
-    def watched(X, sizes, rng, budget, levels, endgame=True):
-        lengths.append(budget)
-        for row in range(budget):
-            yield row
-
-    monkeypatch.setattr(auto, "program", watched)
+    lengths = runs_in_order(monkeypatch)
     params = {"a": list(range(40)), "b": list(range(40)), "c": list(range(10))}
     space = Space(params, compile_restrictions(["a + b < 15"], list(params)), exact_limit=100)
     assert space.allowed_count is None
