@@ -200,15 +200,36 @@ context.Context.__init__ = _greedy
 '''
 
 
+def install_driver(source: str, tmp_path, monkeypatch) -> dict:
+    """Workers started from here on run ``source`` as their sitecustomize (a driver stand-in);
+    no device is marked to open before its ceiling, and no worker an earlier test left idle
+    (started without the stand-in) is handed out. Returns the idle pool the test's workers go
+    to, for kill_idle."""
+    from pyclperf.tuner import supervisor, worker_process
+
+    folder = tmp_path / "driver"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(source)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(folder), os.environ.get("PYTHONPATH")) if p))
+    monkeypatch.setattr(worker_process, "_OPENED_BEFORE_CEILING", set())
+    idle: dict = {}
+    monkeypatch.setattr(supervisor, "_idle", idle)
+    return idle
+
+
+def kill_idle(idle: dict) -> None:
+    """End the workers a test's stand-in driver started, so none outlives it."""
+    for workers in idle.values():
+        for w in workers:
+            w.kill()
+
+
 @pytest.fixture
 def greedy_driver(tmp_path, monkeypatch):
-    folder = tmp_path / "greedy"
-    folder.mkdir()
-    (folder / "sitecustomize.py").write_text(GREEDY_DRIVER)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p))
-    from pyclperf.tuner import worker_process
-
-    monkeypatch.setattr(worker_process, "_OPENED_BEFORE_CEILING", set())
+    idle = install_driver(GREEDY_DRIVER, tmp_path, monkeypatch)
+    yield
+    kill_idle(idle)
 
 
 def test_a_driver_that_maps_much_as_it_starts_opens_and_the_ceiling_still_holds(ctx, rng, greedy_driver):
@@ -235,8 +256,8 @@ def test_a_driver_that_maps_much_as_it_starts_opens_and_the_ceiling_still_holds(
 
 
 # A driver that ends the process as a context is created under a ceiling set as the worker
-# starts, rather than refusing (as NVIDIA's OpenCL did once in a GPU check): installed in the
-# worker processes as GREEDY_DRIVER is.
+# starts, rather than refusing (as NVIDIA's OpenCL did once in a GPU check); install_driver
+# puts it in the worker processes.
 CRASHING_DRIVER = '''
 import os
 from pyclperf.device import context
@@ -260,18 +281,9 @@ def test_a_driver_that_dies_opening_under_the_ceiling_is_opened_before_it(ctx, r
                                                                            monkeypatch):
     """A worker whose driver aborts as it opens the device under the ceiling is started again to
     open the device first, as for a refusal: the sweep runs, and the ceiling still holds."""
-    folder = tmp_path / "crashing"
-    folder.mkdir()
-    (folder / "sitecustomize.py").write_text(CRASHING_DRIVER)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        p for p in (str(folder), os.environ.get("PYTHONPATH")) if p))
-    from pyclperf.tuner import supervisor, worker_process
+    from pyclperf.tuner import worker_process
 
-    monkeypatch.setattr(worker_process, "_OPENED_BEFORE_CEILING", set())
-    # no worker an earlier test left idle (started without this driver) is handed out, and none
-    # started with it outlives the test
-    idle: dict = {}
-    monkeypatch.setattr(supervisor, "_idle", idle)
+    idle = install_driver(CRASHING_DRIVER, tmp_path, monkeypatch)
     n = 1024
     src = "__kernel void twice(__global float* y, __global const float* x) {" \
           " int i = get_global_id(0); y[i] = 2.0f * x[i]; }"
@@ -281,9 +293,7 @@ def test_a_driver_that_dies_opening_under_the_ceiling_is_opened_before_it(ctx, r
                    {"block_size_x": [64], "GREEDY": [0, 1]}, verify=Verify(answer=[2 * x, None]),
                    execution=Execution(memory_limit=CEILING, progress=False))
     finally:
-        for workers in idle.values():
-            for w in workers:
-                w.kill()
+        kill_idle(idle)
     by = {r["GREEDY"]: r for r in res.rows}
     assert by[0]["status"] == "ok", res.rows
     assert by[1]["status"] == "out of memory" and "512.0 MiB" in by[1]["error"], by[1]
