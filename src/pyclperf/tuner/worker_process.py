@@ -94,17 +94,18 @@ class Worker:
         try:
             reply = channel.loads(channel.receive(self.from_child, time.monotonic() + START_TIMEOUT_S))
         except (channel.ChannelClosed, channel.ChannelTimeout) as exc:
+            if self.memory_limit and not self.ceiling_after_open:
+                # A driver may end the process, not refuse, when it cannot map what it needs
+                # under a ceiling set as the worker starts (NVIDIA's OpenCL did, once in a GPU
+                # check): that too is met by opening the device first.
+                self.kill()
+                self._open_before_ceiling()
+                return
             # a closed channel is a worker that ended (or is ending: its pipe closes before it
             # can be reaped, so it is waited for, not polled)
             ended = isinstance(exc, channel.ChannelClosed) or not self.alive()
             why = self.death() if ended else "did not answer"
             self.kill()
-            if self.memory_limit and not self.ceiling_after_open:
-                # A driver may end the process, not refuse, when it cannot map what it needs
-                # under a ceiling set as the worker starts (NVIDIA's OpenCL did, once in a GPU
-                # check): that too is met by opening the device first.
-                self._open_before_ceiling()
-                return
             note = (f", within its memory limit of {ceiling.human_bytes(self.memory_limit)} "
                     "(memory_limit=)" if self.memory_limit and ceiling.ran_out(why) else "")
             raise WorkerFailed(f"the worker process could not open device {self.device!r}"
