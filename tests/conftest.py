@@ -102,29 +102,29 @@ def rng() -> np.random.Generator:
     return np.random.default_rng()
 
 
-_PROFILES: dict[str, tuple] = {}
+_PROFILES: dict[tuple[str, bool], tuple] = {}
 
 
-@pytest.fixture
-def roofline_profiles(ctx: pyclperf.Context, tmp_path_factory: pytest.TempPathFactory):
-    """A quick profile of the device under test, measured once per session and device by
-    ``pyclperf profile --quick`` into a folder of its own (never the user's cache): (folder,
-    what the command printed). Tests that explain kernels read it from there (roofline_env).
-    Cached here by device rather than by a session scope: the plugin's device parameter is a new
-    object for every test, so pytest would measure it again for each."""
+def _session_profile(ctx: pyclperf.Context, tmp_path_factory: pytest.TempPathFactory,
+                     quick: bool) -> tuple:
+    """The device's profile (``quick`` or full), measured once per session and device by
+    ``pyclperf profile`` into a folder of its own (never the user's cache): (folder, what the
+    command printed). Cached here by device rather than by a session scope: the plugin's device
+    parameter is a new object for every test, so pytest would measure it again for each."""
     import contextlib
     import io
 
     from pyclperf import cli
 
     spec = f"{ctx.info.platform_index}:{ctx.info.device_index}"
-    if spec not in _PROFILES:
+    if (spec, quick) not in _PROFILES:
         # pytest-xdist's processes share one base folder: the first to get here measures the
         # profile, under a lock, and the others read what it measured.
         base = tmp_path_factory.getbasetemp()
         shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-        folder = shared / f"profiles-{spec.replace(':', '-')}"
-        with open(shared / f"profiles-{spec.replace(':', '-')}.lock", "w") as lock:
+        name = f"profiles-{spec.replace(':', '-')}" + ("" if quick else "-full")
+        folder = shared / name
+        with open(shared / f"{name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             printed_file = folder / "printed.txt"
             if not printed_file.exists():
@@ -133,10 +133,29 @@ def roofline_profiles(ctx: pyclperf.Context, tmp_path_factory: pytest.TempPathFa
                 with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(printed):
                     mp.setenv("PYCLPERF_PROFILES", str(folder))
                     mp.setenv("MPLBACKEND", "Agg")
-                    assert cli.main(["profile", "--quick", "--device", spec]) == 0
+                    assert cli.main(["profile", *(["--quick"] if quick else []),
+                                     "--device", spec]) == 0
                 printed_file.write_text(printed.getvalue())
-        _PROFILES[spec] = (folder, printed_file.read_text())
-    return _PROFILES[spec]
+        _PROFILES[spec, quick] = (folder, printed_file.read_text())
+    return _PROFILES[spec, quick]
+
+
+@pytest.fixture
+def roofline_profiles(ctx: pyclperf.Context, tmp_path_factory: pytest.TempPathFactory):
+    """A quick profile of the device under test, measured once per session (_session_profile):
+    (folder, what the command printed). Tests that explain kernels read it from there
+    (roofline_env)."""
+    return _session_profile(ctx, tmp_path_factory, quick=True)
+
+
+@pytest.fixture
+def full_profiles(ctx: pyclperf.Context, tmp_path_factory: pytest.TempPathFactory):
+    """The folder of a full profile of the device under test, measured once per session: what
+    a user's first ``pyclperf.profile(ctx)`` on a GPU measures (the roofline page's and
+    notebook's call), which they then read from the cache, as a user's second run does. Each
+    had measured its own side by side, each slowed by the other (the page 61 s of `make
+    gpu-check` on the H200, the notebook 49 s)."""
+    return _session_profile(ctx, tmp_path_factory, quick=False)[0]
 
 
 @pytest.fixture

@@ -102,11 +102,12 @@ def test_the_pages_code_runs(page: Path, ctx, tmp_path: Path, request: pytest.Fi
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            # Profiles are read from (or measured into) a folder of the test's, never the user's.
            "PYCLPERF_PROFILES": str(tmp_path / "profiles")}
-    if (any(word in b.code for b in todo for word in ("profile", "explain"))
-            and not (ctx.info.is_gpu and page.name in _FULL_PROFILE_ON_A_GPU)):
-        # The session's quick profile, measured once: a page that explains reads it (on a GPU
-        # the roofline page measures a full one into its own folder: a quick one cannot serve
-        # it, and the tests that read the session's folder expect the quick one there).
+    if ctx.info.is_gpu and page.name in _FULL_PROFILE_ON_A_GPU:
+        # The session's full profile, measured once (a quick one cannot serve these pages, and
+        # the tests that read the session's quick folder expect the quick one there).
+        env["PYCLPERF_PROFILES"] = str(request.getfixturevalue("full_profiles"))
+    elif any(word in b.code for b in todo for word in ("profile", "explain")):
+        # The session's quick profile, measured once: a page that explains reads it.
         env["PYCLPERF_PROFILES"] = str(request.getfixturevalue("roofline_profiles")[0])
     plan = tmp_path / "blocks.json"
     plan.write_text(json.dumps([page.relative_to(ROOT).as_posix(),

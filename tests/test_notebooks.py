@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+# Notebooks that measure the device's full profile on a GPU (a quick one on a CPU device).
+FULL_PROFILE_ON_A_GPU = {"08-roofline.ipynb"}
 # Seconds each took in `make gpu-check` on the H200 (2026-11-29), beside the other tests: the
 # order the longest tests start in (tests/conftest.py); a notebook not listed took under 15 s.
 SECONDS_ON_A_GPU = {"02-transfers.ipynb": 45, "05-caches-and-layout.ipynb": 42,
@@ -16,15 +18,19 @@ SECONDS_ON_A_GPU = {"02-transfers.ipynb": 45, "05-caches-and-layout.ipynb": 42,
 @pytest.mark.parametrize(
     "path", [pytest.param(p, marks=pytest.mark.slow(SECONDS_ON_A_GPU.get(p.name, 10)))
              for p in NOTEBOOKS], ids=lambda p: p.name)
-def test_notebook_executes(path, tmp_path, ctx, monkeypatch):
+def test_notebook_executes(path, tmp_path, ctx, monkeypatch, request):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.read(path, as_version=4)
     # The kernel runs in tmp_path (files it saves land there) on the device under test.
     monkeypatch.setenv("PYCLPERF_DEVICE", f"{ctx.info.platform_index}:{ctx.info.device_index}")
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    # A device profile a notebook measures (08-roofline) is cached there, not in the user's cache.
-    monkeypatch.setenv("PYCLPERF_PROFILES", str(tmp_path / "profiles"))
+    # A device profile a notebook measures (08-roofline) is cached there, not in the user's cache;
+    # on a GPU the roofline notebook reads the session's full profile, measured once for it and
+    # the roofline page (tests/conftest.py: full_profiles).
+    shared = ctx.info.is_gpu and path.name in FULL_PROFILE_ON_A_GPU
+    profiles = request.getfixturevalue("full_profiles") if shared else tmp_path / "profiles"
+    monkeypatch.setenv("PYCLPERF_PROFILES", str(profiles))
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
