@@ -123,6 +123,18 @@ def test_the_summary_s_per_call_figures_come_from_the_paired_rounds(script):
     assert s["alone"]["time_over_pyopencl_each_round"] == [2.0, 0.8]
 
 
+def test_the_per_call_ratio_is_the_median_of_each_round_s_own(script):
+    # The H200's rounds of 2026-11-30 (microseconds per call): pyclperf faster in four of five,
+    # but its median round (23.5) is not PyOpenCL's (22.4), whose ratio says 1.05x.
+    times = [(24.06, 25.14), (20.82, 22.37), (23.51, 24.42), (24.24, 21.52), (19.88, 20.62)]
+    rounds = [{"order": ["pyopencl", "pyclperf"], "pyopencl": {"time_us": theirs},
+               "pyclperf": {"time_us": mine, "run_us": mine}} for mine, theirs in times]
+    s = script.summarize({"paired": rounds})
+    assert s["time_us"] == 23.51 and s["pyopencl_time_us"] == 22.37
+    assert s["time_us_over_pyopencl"] == pytest.approx(23.51 / 24.42)
+    assert s["time_us_over_pyopencl"] < 1.0 < s["time_us"] / s["pyopencl_time_us"]
+
+
 def test_the_summary_gives_per_point_figures(script):
     points = script.POINTS
     mine = {"unverified_loop_s": 0.10, "unverified_loop_inside_s": 0.099,
