@@ -153,8 +153,9 @@ def full_profiles(ctx: pyclperf.Context, tmp_path_factory: pytest.TempPathFactor
     """The folder of a full profile of the device under test, measured once per session: what
     a user's first ``pyclperf.profile(ctx)`` on a GPU measures (the roofline page's and
     notebook's call), which they then read from the cache, as a user's second run does. Each
-    had measured its own side by side, each slowed by the other (the page 61 s of `make
-    gpu-check` on the H200, the notebook 49 s)."""
+    had measured its own side by side on the one GPU; now one measures while the other waits
+    (on the H200 the check's wall time did not move: the two start together, and the page's
+    test still takes about 61 s of it, the wait included)."""
     return _session_profile(ctx, tmp_path_factory, quick=False)[0]
 
 
