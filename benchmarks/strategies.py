@@ -198,6 +198,32 @@ def ours(space: Space, strategy: str, budget: int, seed: int) -> tuple[list[floa
     return best_so_far(times), wall
 
 
+@contextlib.contextmanager
+def seeded_latin_hypercubes(seed: int):
+    """While it lasts, every SciPy ``qmc.LatinHypercube`` built without a generator gets one
+    derived from ``seed`` (a new stream each, in the order they are built).
+
+    Kernel Tuner's bayes_opt (its start) and diff_evo (through its search space's LHS sample)
+    build theirs without one, and SciPy then draws fresh entropy: two replays with the same
+    seed took different paths, so the seed named no run and a recorded run could not be
+    repeated. The start is drawn as before, from a seeded stream instead of the OS's."""
+    from scipy.stats import qmc
+
+    original = qmc.LatinHypercube.__init__
+    streams = np.random.SeedSequence(seed)
+
+    def seeded_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("rng") is None and kwargs.get("seed") is None:
+            kwargs["rng"] = np.random.default_rng(streams.spawn(1)[0])
+        original(self, *args, **kwargs)
+
+    qmc.LatinHypercube.__init__ = seeded_init
+    try:
+        yield
+    finally:
+        qmc.LatinHypercube.__init__ = original
+
+
 def theirs(space: Space, cache: Path, strategy: str, budget: int, seed: int
                  ) -> tuple[list[float | None], float]:
     import kernel_tuner
@@ -205,7 +231,8 @@ def theirs(space: Space, cache: Path, strategy: str, budget: int, seed: int
     np.random.seed(seed)
     random.seed(seed)
     start = time.perf_counter()
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), \
+            seeded_latin_hypercubes(seed):
         warnings.simplefilter("ignore")
         res, _ = kernel_tuner.tune_kernel(
             space.kernel, "__global__ void k() {}", space.problem_size, [], space.params,
@@ -246,7 +273,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             have_kt = False
     runs: list[dict[str, Any]] = []
     # Kernel Tuner's replays from an earlier run of this script (or its records in this format):
-    # seeded, so the same call gives the same trajectory, and they need not be computed again.
+    # seeded (theirs()), so the same call repeats the same trajectory; they need not be computed
+    # again. Records of bayes_opt and diff_evo written before their starts were seeded (before
+    # 2026-11-30) are draws of the same search, not that seed's run.
     reuse: dict[tuple, dict[str, Any]] = {}
     for path in args.reuse or []:
         for line in open(path):
@@ -295,7 +324,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 plan = [(b, False) for b in own] if strategy in KT_BUDGET_AWARE else [(max(own), True)]
                 for b, anytime in plan:
                     key = (name, strategy, b, seed, anytime)
-                    if key in reuse:             # a replay is deterministic: run once, kept
+                    if key in reuse:             # recorded earlier: taken as it was
                         traj, wall = reuse[key]["traj"], reuse[key]["wall_s"]
                     else:
                         traj, wall = theirs(space, cache, strategy, b, seed)
@@ -322,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="results/strategies")
     p.add_argument("--reuse", nargs="*", default=None, metavar="RUNS",
                    help="runs.jsonl files of earlier runs whose Kernel Tuner replays are taken "
-                        "instead of computed again (seeded replays give the same trajectories)")
+                        "instead of computed again (a seeded replay repeats its trajectory)")
     p.add_argument("--replot", action="store_true", help="report --out's runs.jsonl again")
     args = p.parse_args(argv)
     if args.first_seed < 0 or args.seeds < 1:
