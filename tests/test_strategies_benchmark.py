@@ -102,9 +102,10 @@ def test_latin_hypercubes_built_without_a_generator_follow_the_replays_seed() ->
 
 @pytest.mark.skipif(importlib.util.find_spec("kernel_tuner") is None,
                     reason="needs Kernel Tuner (pip install kernel_tuner==1.5.0)")
-def test_kernel_tuners_bayes_opt_replays_the_same_path_for_the_same_seed(tmp_path: Path) -> None:
-    """bayes_opt draws its start from a Latin hypercube without a seed; the benchmark's replay
-    seeds it, so a seed names one run (a space of 256, more than its start of 20)."""
+def test_kernel_tuners_bayes_opt_replays_the_same_start_for_the_same_seed(tmp_path: Path) -> None:
+    """bayes_opt draws its start (20 configurations) from a Latin hypercube without a seed; the
+    benchmark's replay seeds it. After the start its path can still part: it refits its model
+    when an evaluation took five times the last prediction, a matter of timing."""
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -129,4 +130,4 @@ def test_kernel_tuners_bayes_opt_replays_the_same_path_for_the_same_seed(tmp_pat
     kt_cache = space.kt_cache(tmp_path)
     first, _ = bench.theirs(space, kt_cache, "bayes_opt", 25, 3)
     again, _ = bench.theirs(space, kt_cache, "bayes_opt", 25, 3)
-    assert len(first) == 25 and first == again
+    assert len(first) == 25 and first[:20] == again[:20]
