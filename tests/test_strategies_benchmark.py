@@ -70,19 +70,12 @@ def test_a_negative_first_seed_is_refused_in_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists()  # refused before anything ran
 
 
-def _benchmark_module():
-    spec = importlib.util.spec_from_file_location("strategies_benchmark",
-                                                  ROOT / "benchmarks" / "strategies.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_latin_hypercubes_built_without_a_generator_follow_the_replays_seed() -> None:
+def test_latin_hypercubes_built_without_a_generator_follow_the_replays_seed(
+        benchmark_script) -> None:
     import numpy as np
     from scipy.stats import qmc
 
-    bench = _benchmark_module()
+    bench = benchmark_script("strategies")
 
     def starts(seed: int) -> list:
         with bench.seeded_latin_hypercubes(seed):
@@ -102,10 +95,12 @@ def test_latin_hypercubes_built_without_a_generator_follow_the_replays_seed() ->
 
 @pytest.mark.skipif(importlib.util.find_spec("kernel_tuner") is None,
                     reason="needs Kernel Tuner (pip install kernel_tuner==1.5.0)")
-def test_kernel_tuners_bayes_opt_replays_the_same_start_for_the_same_seed(tmp_path: Path) -> None:
+def test_kernel_tuners_bayes_opt_replays_the_same_start_for_the_same_seed(
+        tmp_path: Path, benchmark_script) -> None:
     """bayes_opt draws its start (20 configurations) from a Latin hypercube without a seed; the
     benchmark's replay seeds it. After the start its path can still part: it refits its model
-    when an evaluation took five times the last prediction, a matter of timing."""
+    sooner when a round of evaluations took five times as long as the last prediction, a matter
+    of timing."""
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -124,7 +119,7 @@ def test_kernel_tuners_bayes_opt_replays_the_same_start_for_the_same_seed(tmp_pa
     path.write_text(json.dumps({"device_name": "synthetic", "kernel_name": "k", "problem_size": 1,
                                 "tune_params_keys": list(values), "tune_params": values,
                                 "objective": "time", "cache": cache}))
-    bench = _benchmark_module()
+    bench = benchmark_script("strategies")
     space = bench.Space("synthetic", path, [])
     assert space.size == 256
     kt_cache = space.kt_cache(tmp_path)
