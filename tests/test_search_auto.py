@@ -477,3 +477,83 @@ def test_local_steps_search_around_every_leader_near_the_best(monkeypatch) -> No
             both += 1
             assert min(objective[seen]) == objective.min(), seed
     assert both >= 2
+
+
+def test_settings_number_each_rows_two_valued_parameters_together() -> None:
+    from pyclperf.tuner.search.auto import settings
+
+    X = np.array([[0, 1, 0], [1, 1, 1], [0, 0, 1], [0, 2, 0]])
+    # dimensions 0 and 2 are two-valued: (0, 0), (1, 1), (0, 1), (0, 0)
+    assert settings(X, np.array([2, 3, 2])).tolist() == [0, 2, 1, 0]
+    assert settings(X, np.array([3, 3, 3])) is None
+
+
+def test_the_least_tried_setting_is_the_one_with_fewest_evaluations_and_candidates() -> None:
+    from pyclperf.tuner.search.auto import least_tried
+
+    setting = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    cand = np.array([False, True, True, False, True, False, False, False])
+    rng = np.random.default_rng(0)
+    # setting 2 was tried least (once) but has no candidate left; setting 1 twice, 0 once more
+    seen = np.array([0, 3, 3, 5, 0, 0])
+    assert least_tried(setting, seen, cand, rng).tolist() == [False] * 4 + [True] + [False] * 3
+    # a tie between settings 0 and 1 (one evaluation each) is drawn at random
+    picks = {tuple(least_tried(setting, np.array([0, 3]), cand, rng)) for _ in range(40)}
+    assert picks == {(False, True, True) + (False,) * 5,
+                     (False,) * 4 + (True,) + (False,) * 3}
+
+
+def test_a_fifth_of_the_steps_from_20_go_to_the_least_tried_setting(monkeypatch) -> None:
+    """On a space whose fast configurations all share one setting of three switches, every
+    setting step evaluates a configuration of the setting tried least so far; such steps are
+    about SETTING_SHARE of those from evaluation SETTING_FROM on, none before; and the setting
+    tried least gets more evaluations than in the same runs without them."""
+    import itertools
+    import random
+
+    from pyclperf.tuner.search import auto
+
+    levels = [list(range(1, 11)), list(range(1, 11))] + [[0, 1]] * 3
+    X = np.array(list(itertools.product(range(10), range(10), *[range(2)] * 3)))
+    sizes = np.array([10, 10, 2, 2, 2])
+    setting = auto.settings(X, sizes)
+    bowl = 1.0 + 0.1 * ((X[:, 0] - 6) ** 2 + (X[:, 1] - 3) ** 2)
+    objective = np.where(setting == 0, bowl, 4.0 * bowl)
+    steps: list[tuple[int, int]] = []           # each setting step: its evaluation, its setting
+    seen: list[int] = []
+    original = auto.least_tried
+
+    def watched(setting_, seen_, cand, rng):
+        chosen = original(setting_, seen_, cand, rng)
+        counts = np.bincount(setting_[seen_], minlength=8)
+        left = np.unique(setting_[cand])
+        picked = int(setting_[chosen][0])
+        assert counts[picked] == counts[left].min() and (setting_[chosen] == picked).all()
+        steps.append((len(seen_), picked))
+        return chosen
+
+    def fewest(share: float) -> int:
+        """The evaluations of the setting tried least, summed over the runs."""
+        monkeypatch.setattr(auto, "SETTING_SHARE", share)
+        least = 0
+        for seed in range(3):
+            seen.clear()
+            gen = auto.program(X, sizes, random.Random(seed), 80, levels, endgame=False)
+            i = next(gen)
+            for _ in range(79):
+                seen.append(i)
+                i = gen.send(float(objective[i]))
+                if steps and steps[-1][0] == len(seen):    # this row is that step's pick
+                    assert setting[i] == steps[-1][1]
+            seen.append(i)
+            least += int(np.bincount(setting[seen], minlength=8).min())
+        return least
+
+    monkeypatch.setattr(auto, "least_tried", watched)
+    with_steps = fewest(auto.SETTING_SHARE)
+    assert min(n for n, _ in steps) >= auto.SETTING_FROM
+    assert 0.1 <= len(steps) / (3 * (80 - auto.SETTING_FROM)) <= 0.3
+    steps.clear()
+    without = fewest(0.0)
+    assert not steps
+    assert with_steps > without
