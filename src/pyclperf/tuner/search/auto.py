@@ -65,12 +65,12 @@ least so far, ranked there by plain expected improvement. A kernel's switches of
 block and tile shapes are fast, and a model fitted mostly in one setting carries that setting's
 landscape into the others: on the hub's A100 convolution the optimum and all twelve
 configurations of 0.79 of it or more lie in one setting whose neighbours by one switch peak at
-0.66 and 0.49, and the runs left on a plateau of 0.64-0.68 at 100 evaluations had spent 0-7 of
+0.49-0.66, and the runs left on a plateau of 0.64-0.68 at 100 evaluations had spent 3-7 of
 them there. Over 600 seeds (300-419, 500-979, driven directly) the A100's runs below 0.79 of
-the optimum fell from 62% to 50% at 50 evaluations and from 31% to 21% at 100, and those holding
+the optimum fell from 62% to 51% at 50 evaluations and from 31% to 22% at 100, and those holding
 the optimum at 100 rose from 44% to 51%; over 120 seeds the A4000's mean at 50 and 100 rose from
 0.889 and 0.955 to 0.901 and 0.977, the A6000's from 0.853 and 0.943 to 0.872 and 0.952. Through
-the benchmark (30 seeds) the GEMM spaces moved within 0.02.
+the benchmark (30 seeds) the GEMM spaces' scores moved by 0.013 or less.
 
 The end of a budget: a run told where it ends (``max_fevals``; a time limit alone sets no
 end) spends 70% of the steps of its last fifth, from evaluation 60 on, among the configurations
@@ -134,12 +134,13 @@ from ..searchspace import Space
 from .base import BruteForce
 from .gp_pool import PoolGP, log_targets
 from .pool import pool_size, pooled
+from .regions import agreeing, balls, least_tried, niche_leaders, settings
 from .stepwise import Stepwise
 
 # The model's share of each region's steps (the rest are global), the elite and niche sizes,
 # and the refit schedule, as measured on the hub's spaces.
 LOCAL, RECOMBINE, NICHE = 0.35, 0.25, 0.15
-START, ELITE, LEADERS, NICHE_DISTANCE = 12, 4, 3, 2
+START, ELITE, LEADERS = 12, 4, 3
 # A budget under SMALL starts from START_SHARE of it (at least 4) and aims its global steps
 # SMALL_AMBITION below the best, not GLOBAL_AMBITION.
 SMALL, START_SHARE, SMALL_AMBITION = 40, 0.2, 0.25
@@ -217,69 +218,6 @@ def coordinates(X: np.ndarray, sizes: np.ndarray,
     columns += [((a + b) / (ra + rb))[:, None] for k, (a, ra) in enumerate(geometric)
                 for b, rb in geometric[k + 1:]]
     return np.hstack(columns)
-
-
-def niche_leaders(X: np.ndarray, seen: np.ndarray, order: np.ndarray, most: int,
-                  within: float = np.inf, y: np.ndarray | None = None) -> list[int]:
-    """The best evaluated row, then in order of objective (``order``: positions in ``seen``,
-    best first) each one at least NICHE_DISTANCE parameters from every one already taken, up to
-    ``most`` rows; with ``y``, only those whose objective is at most ``within``."""
-    leaders = [int(seen[order[0]])]
-    for j in order[1:]:
-        if len(leaders) >= most or (y is not None and y[j] > within):
-            break
-        if min((X[seen[j]] != X[c]).sum() for c in leaders) >= NICHE_DISTANCE:
-            leaders.append(int(seen[j]))
-    return leaders
-
-
-def balls(X: np.ndarray, cand: np.ndarray, centres: Sequence[int]) -> np.ndarray:
-    """The rows of ``cand`` (a mask) in the union of each centre's smallest Hamming ball (radius
-    1, 2, ...) that holds any of them: for each centre, the candidates nearest it. (Distances
-    are summed one parameter at a time over every row, then masked: almost every row is a
-    candidate, and a gathered copy of them, or a sum along each row's few parameters, cost more
-    than the comparisons: three to twelve times, on a pool of 18k rows of 10.)"""
-    N, D = X.shape
-    near = np.zeros(N, dtype=bool)
-    if cand.any():
-        for centre in centres:
-            distance = np.zeros(N, dtype=np.int16)
-            for d in range(D):
-                distance += X[:, d] != X[centre, d]
-            distance[~cand] = D + 1
-            near |= distance == distance.min()
-    return near
-
-
-def agreeing(X: np.ndarray, elite: Sequence[int]) -> np.ndarray:
-    """The rows of ``X`` that keep every value the ``elite`` rows all share (every row where
-    they share none)."""
-    E = X[np.asarray(elite)]
-    near = np.ones(len(X), dtype=bool)
-    for d in np.flatnonzero((E == E[0]).all(axis=0)):
-        near &= X[:, d] == E[0, d]
-    return near
-
-
-def settings(X: np.ndarray, sizes: np.ndarray) -> np.ndarray | None:
-    """Each row's setting of the two-valued parameters, numbered 0, 1, ... in the order of their
-    codes (None where the space has no two-valued parameter)."""
-    two = np.flatnonzero(np.asarray(sizes) == 2)
-    if not len(two):
-        return None
-    code = X[:, two].astype(np.int64) @ (np.int64(2) ** np.arange(len(two), dtype=np.int64))
-    return np.unique(code, return_inverse=True)[1].ravel()
-
-
-def least_tried(setting: np.ndarray, seen: np.ndarray, cand: np.ndarray,
-                rng: np.random.Generator) -> np.ndarray:
-    """The candidates (a mask) of the setting that holds unevaluated ones and was evaluated
-    least so far (ties drawn at random)."""
-    k = int(setting.max()) + 1
-    counts = np.bincount(setting[seen], minlength=k).astype(float)
-    counts[np.bincount(setting[cand], minlength=k) == 0] = np.inf
-    fewest = np.flatnonzero(counts == counts.min())
-    return cand & (setting == fewest[rng.integers(len(fewest))])
 
 
 def endgame_start(budget: int) -> int:
