@@ -24,7 +24,9 @@ once; Willemsen, van Nieuwpoort and van Werkhoven, 2024), where the package is i
 
 Writes runs.jsonl (every trajectory), table.md and convergence.png to --out. The seeds are 0 to
 SEEDS-1; ``--first-seed 90`` runs 90 on instead: ``auto``'s design was chosen on seeds 0-89 of
-these spaces, which therefore favour it, so a fair check of it takes others.
+these spaces, which therefore favour it, so a fair check of it takes others. ``--held-out``
+runs the Hub's convolution spaces that no design choice of ``auto`` was judged on (AMD MI250X,
+AMD W7800, AMD W6600) instead of the six: the same comparison on spaces it has never seen.
 """
 
 from __future__ import annotations
@@ -68,6 +70,12 @@ HUB_SPACES = {
     "GEMM RTX 2080 Ti": (f"{KT_GEMM}/RTX_2080_Ti.json.gz", GEMM),
     "GEMM Titan RTX": (f"{KT_GEMM}/RTX_Titan.json.gz", GEMM),
 }
+# The Hub's other convolution spaces, kept out of every design choice of auto: --held-out.
+HELD_OUT_SPACES = {
+    "convolution MI250X": ("cachefiles/convolution_milo/MI250X.json.gz", CONVOLUTION),
+    "convolution W7800": ("cachefiles/convolution_milo/W7800.json.gz", CONVOLUTION),
+    "convolution W6600": ("cachefiles/convolution_milo/W6600.json.gz", CONVOLUTION),
+}
 # The tests' recordings (Kernel Tuner's own test files), for a run without the Hub.
 SMALL_SPACES = {
     "vector_add RTX A4000 (test file)": (ROOT / "tests/data/kernel_tuner/test_cache_file.json", []),
@@ -96,12 +104,18 @@ def hub_dir(given: str | None) -> Path | None:
     return None
 
 
-def spaces(hub: Path | None, names: list[str] | None) -> dict[str, tuple[Path, list[str]]]:
+def spaces(hub: Path | None, names: list[str] | None,
+           held_out: bool = False) -> dict[str, tuple[Path, list[str]]]:
+    """The spaces to run: the Hub's six (``held_out``: its held-out ones), those of them its
+    checkout holds, or without the Hub the tests' small recordings; ``names``: only these."""
     if hub is None:
+        if held_out:
+            raise SystemExit("--held-out needs the Hub: give --hub or set PYCLPERF_HUB")
         found = {n: (Path(p), r) for n, (p, r) in SMALL_SPACES.items()}
     else:
-        found = {n: (hub / p, r) for n, (p, r) in HUB_SPACES.items() if (hub / p).is_file()}
-        missing = [n for n, (p, _) in HUB_SPACES.items() if not (hub / p).is_file()]
+        table = HELD_OUT_SPACES if held_out else HUB_SPACES
+        found = {n: (hub / p, r) for n, (p, r) in table.items() if (hub / p).is_file()}
+        missing = [n for n, (p, _) in table.items() if not (hub / p).is_file()]
         if missing:
             print(f"not in {hub}: {', '.join(missing)}", file=sys.stderr)
     if names:
@@ -255,7 +269,7 @@ def theirs(space: Space, cache: Path, strategy: str, budget: int, seed: int
 # --- the run --------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     hub = hub_dir(args.hub)
-    chosen = spaces(hub, args.spaces)
+    chosen = spaces(hub, args.spaces, args.held_out)
     if not chosen:
         sys.exit("no space to replay: give --hub (a benchmark_hub checkout)")
     print(f"spaces from {hub or 'the tests recordings (no Hub found)'}: {', '.join(chosen)}",
@@ -338,6 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--hub", default=None, help="a checkout of AutoTuningAssociation/benchmark_hub")
     p.add_argument("--spaces", nargs="*", default=None, help="names of the spaces to run (all)")
+    p.add_argument("--held-out", action="store_true",
+                   help="the Hub's convolution spaces auto was never tuned on (MI250X, W7800, "
+                        "W6600), not the six")
     p.add_argument("--seeds", type=int, default=30)
     p.add_argument("--first-seed", type=int, default=0,
                    help="the seeds run are FIRST ... FIRST+SEEDS-1: a strategy whose design was "

@@ -126,3 +126,19 @@ def test_kernel_tuners_bayes_opt_replays_the_same_start_for_the_same_seed(
     first, _ = bench.theirs(space, kt_cache, "bayes_opt", 25, 3)
     again, _ = bench.theirs(space, kt_cache, "bayes_opt", 25, 3)
     assert len(first) == 25 and first[:20] == again[:20]
+
+
+def test_held_out_runs_the_spaces_auto_was_never_tuned_on(tmp_path: Path, benchmark_script) -> None:
+    bench = benchmark_script("strategies")
+    hub = tmp_path / "hub"
+    for table in (bench.HUB_SPACES, bench.HELD_OUT_SPACES):
+        for path, _ in table.values():
+            (hub / path).parent.mkdir(parents=True, exist_ok=True)
+            (hub / path).write_bytes(b"")
+    held = bench.spaces(hub, None, held_out=True)
+    assert sorted(held) == ["convolution MI250X", "convolution W6600", "convolution W7800"]
+    assert not set(held) & set(bench.spaces(hub, None))    # none of them among the six
+    assert all(restrictions == bench.CONVOLUTION for _, restrictions in held.values())
+    assert list(bench.spaces(hub, ["convolution W7800"], held_out=True)) == ["convolution W7800"]
+    with pytest.raises(SystemExit, match="--held-out needs the Hub"):
+        bench.spaces(None, None, held_out=True)
