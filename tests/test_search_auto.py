@@ -480,7 +480,7 @@ def test_local_steps_search_around_every_leader_near_the_best(monkeypatch) -> No
 
 
 def test_settings_number_each_rows_two_valued_parameters_together() -> None:
-    from pyclperf.tuner.search.auto import settings
+    from pyclperf.tuner.search.regions import settings
 
     X = np.array([[0, 1, 0], [1, 1, 1], [0, 0, 1], [0, 2, 0]])
     # dimensions 0 and 2 are two-valued: (0, 0), (1, 1), (0, 1), (0, 0)
@@ -489,7 +489,7 @@ def test_settings_number_each_rows_two_valued_parameters_together() -> None:
 
 
 def test_the_least_tried_setting_is_the_one_with_fewest_evaluations_and_candidates() -> None:
-    from pyclperf.tuner.search.auto import least_tried
+    from pyclperf.tuner.search.regions import least_tried
 
     setting = np.array([0, 0, 0, 1, 1, 2, 2, 2])
     cand = np.array([False, True, True, False, True, False, False, False])
