@@ -452,6 +452,7 @@ def test_local_steps_search_around_every_leader_near_the_best(monkeypatch) -> No
     monkeypatch.setattr(auto, "LOCAL", 1.0)
     monkeypatch.setattr(auto, "RECOMBINE", 0.0)
     monkeypatch.setattr(auto, "NICHE", 0.0)
+    monkeypatch.setattr(auto, "EXPLORE_SHARE", 0.0)
     levels = [list(range(1, 9)), list(range(1, 9))] + [[0, 1]] * 4
     X = np.array(list(itertools.product(range(8), range(8), *[range(2)] * 4)))
     sizes = np.array([8, 8, 2, 2, 2, 2])
@@ -557,3 +558,85 @@ def test_a_fifth_of_the_steps_from_20_go_to_the_least_tried_setting(monkeypatch)
     without = fewest(0.0)
     assert not steps
     assert with_steps > without
+
+
+def test_a_fixed_model_is_conditioned_without_a_fit_and_rescaled_on_request() -> None:
+    """``condition`` keeps the hyperparameters it was given and gives the dense posterior under
+    them; ``predict(rescale=True)`` standardises by the targets it is handed, so a model extended
+    one row at a time predicts as one conditioned afresh on all of them."""
+    from pyclperf.tuner.search.gp_pool import PoolGP
+
+    rng = np.random.default_rng(11)
+    Z = rng.integers(0, 6, (300, 4)).astype(float)
+    y_all = np.exp(rng.standard_normal(300))
+    rows = [int(r) for r in rng.choice(300, 12, replace=False)]
+    theta = np.r_[np.full(4, np.log(0.8)), np.log(20.0), np.log(1e-6)]
+    grown = PoolGP(Z, cap=13, theta=theta.copy())
+    grown.condition(rows[:5], y_all[rows[:5]])
+    for r in rows[5:]:
+        grown.add(r)
+    assert np.array_equal(grown.theta, theta)
+    fresh = PoolGP(Z, cap=13, theta=theta.copy())
+    fresh.condition(rows, y_all[rows])
+    want_mu, want_sd = fresh.predict(y_all[rows])
+    # until rescaled it keeps the scale of the five it was conditioned on
+    assert grown.mu == float(y_all[rows[:5]].mean()) != fresh.mu
+    assert not np.allclose(grown.predict(y_all[rows])[0], want_mu, atol=1e-3)
+    mu, sd = grown.predict(y_all[rows], rescale=True)
+    assert (grown.mu, grown.sd) == (fresh.mu, fresh.sd)
+    assert np.allclose(mu, want_mu, atol=1e-6) and np.allclose(sd, want_sd, atol=1e-6)
+
+
+def test_a_fifth_of_the_steps_before_the_end_game_explore_by_the_fixed_model(monkeypatch) -> None:
+    """Every exploring step evaluates the configuration of highest expected improvement under
+    the fixed model, written out densely here (raw times, a Matern-3/2 kernel of 0.8 index steps,
+    20 times the observations' variance); such steps are about EXPLORE_SHARE of those before
+    evaluation EXPLORE_UNTIL, and none from it on."""
+    import itertools
+    import random
+
+    from scipy.stats import norm
+
+    from pyclperf.tuner.search import auto
+    from pyclperf.tuner.search.gp_pool import PoolGP, _matern32
+
+    levels = [list(range(1, 11)), list(range(1, 11))] + [[0, 1]] * 3
+    X = np.array(list(itertools.product(range(10), range(10), *[range(2)] * 3)))
+    sizes = np.array([10, 10, 2, 2, 2])
+    objective = (1.0 + 0.1 * ((X[:, 0] - 6) ** 2 + (X[:, 1] - 3) ** 2)) * (1 + X[:, 2:].sum(1))
+    explored: list[int] = []                    # each exploring step: its evaluation
+    steps = 0
+
+    class Watched(PoolGP):
+        def predict(self, y, rescale=False):
+            out = super().predict(y, rescale)
+            if rescale:
+                explored.append(len(y))
+            return out
+
+    monkeypatch.setattr(auto, "PoolGP", Watched)
+    r2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1) / auto.EXPLORE_LENGTH ** 2
+    K = auto.EXPLORE_SIGNAL * _matern32(r2)[0]
+    budget = 80
+    for seed in range(3):
+        seen: list[int] = []
+        gen = auto.program(X, sizes, random.Random(seed), budget, levels)
+        i = next(gen)
+        for _ in range(budget - 1):
+            seen.append(i)
+            before = len(explored)
+            i = gen.send(float(objective[i]))
+            if len(explored) > before:          # this row is an exploring step's pick
+                t = objective[seen]
+                yy = (t - t.mean()) / (t.std() + 1e-9)
+                A = K[np.ix_(seen, seen)] + (auto.EXPLORE_NOISE + 1e-8) * np.eye(len(seen))
+                m = K[:, seen] @ np.linalg.solve(A, yy)
+                s = np.sqrt(np.maximum(auto.EXPLORE_SIGNAL - np.einsum(
+                    "ij,ji->i", K[:, seen], np.linalg.solve(A, K[seen, :])), 1e-12))
+                z = (yy.min() - m) / s
+                ei = (yy.min() - m) * norm.cdf(z) + s * norm.pdf(z)
+                ei[seen] = -np.inf
+                assert i not in seen and ei[i] >= ei.max() - 1e-6 * abs(ei.max())
+        steps += auto.EXPLORE_UNTIL - auto.opening(budget)[0]
+    assert explored and max(explored) < auto.EXPLORE_UNTIL < auto.endgame_start(budget)
+    assert 0.1 <= len(explored) / steps <= 0.3

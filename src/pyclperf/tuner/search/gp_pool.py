@@ -7,7 +7,8 @@ value index, for some integer parameters their log and largest power-of-two divi
 pairs of power-of-two parameters the log of their product), a signal variance and a noise
 variance. Its hyperparameters maximise the marginal likelihood (SciPy's L-BFGS-B from where the
 caller starts it, on a schedule the caller sets), times a log-normal prior on the length scales
-where the caller gives one; between fits a new observation extends the Cholesky factor by one
+where the caller gives one, or stay where the caller sets them (``condition``: auto's second,
+fixed model); between fits a new observation extends the Cholesky factor by one
 row, and with it V = L^-1 K(observed, pool), so the posterior mean and variance of every pool row
 cost O(n N) per evaluation rather than a refit's O(n^2 N). No library keeps a posterior over a
 candidate pool incrementally, which is what makes ranking every configuration of a 17k-space at
@@ -94,7 +95,6 @@ class PoolGP:
     def refit(self, rows: Sequence[int], y: np.ndarray, maxiter: int = 50) -> None:
         """Fit the hyperparameters to the observations (pool ``rows``, targets ``y``; with a
         prior, its most probable ones) and rebuild the posterior over the pool."""
-        from scipy.linalg.blas import dtrsm
         from scipy.optimize import minimize
 
         self.mu, self.sd = float(y.mean()), float(y.std()) + 1e-9
@@ -106,6 +106,14 @@ class PoolGP:
                        method="L-BFGS-B", bounds=bounds, options={"maxiter": maxiter})
         if np.isfinite(fit.fun):
             self.theta = fit.x
+        self.condition(rows, y)
+
+    def condition(self, rows: Sequence[int], y: np.ndarray) -> None:
+        """The posterior over the pool given the observations (pool ``rows``, targets ``y``),
+        under the hyperparameters as they are: a fixed model's only fit."""
+        from scipy.linalg.blas import dtrsm
+
+        self.mu, self.sd = float(y.mean()), float(y.std()) + 1e-9
         D = self.D
         self.sf2, self.sn2 = float(np.exp(self.theta[D])), float(np.exp(self.theta[D + 1]))
         self.F = self.Z * np.exp(-self.theta[:D])
@@ -147,11 +155,14 @@ class PoolGP:
         self.vv += new * new
         self.rows.append(i)
 
-    def predict(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, y: np.ndarray, rescale: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and standard deviation of every pool row, in the targets' units
-        (``y``: the targets of the observations so far, in their order)."""
+        (``y``: the targets of the observations so far, in their order); ``rescale``: the
+        targets standardised by their own mean and spread now, not those of the last fit."""
         from scipy.linalg import solve_triangular
 
+        if rescale:
+            self.mu, self.sd = float(y.mean()), float(y.std()) + 1e-9
         n = len(self.rows)
         b = solve_triangular(self.L[:n, :n], (y - self.mu) / self.sd, lower=True,
                              check_finite=False)
