@@ -610,7 +610,8 @@ def test_a_fifth_of_the_steps_before_the_end_game_explore_by_the_fixed_model(mon
     class Watched(PoolGP):
         def predict(self, y, rescale=False):
             out = super().predict(y, rescale)
-            if rescale:
+            if rescale:                         # the fixed model: no larger than it needs
+                assert self.cap <= auto.EXPLORE_UNTIL + 1
                 explored.append(len(y))
             return out
 

@@ -270,9 +270,11 @@ def program(X: np.ndarray, sizes: np.ndarray, pyrng: random.Random, budget: int,
         ending = endgame and n >= endgame_start(budget)
         if n < EXPLORE_UNTIL and rng.random() < EXPLORE_SHARE and not ending:
             times = np.exp(y) if logged else y
-            if explorer is None:
-                explorer = PoolGP(X.astype(float), cap=budget + 1, theta=np.r_[np.full(
-                    D, np.log(EXPLORE_LENGTH)), np.log(EXPLORE_SIGNAL), np.log(EXPLORE_NOISE)])
+            if explorer is None:                   # it holds evaluations until EXPLORE_UNTIL
+                theta = np.r_[np.full(D, np.log(EXPLORE_LENGTH)), np.log(EXPLORE_SIGNAL),
+                              np.log(EXPLORE_NOISE)]
+                explorer = PoolGP(X.astype(float), cap=min(budget, EXPLORE_UNTIL) + 1,
+                                  theta=theta)
                 explorer.condition(rows, times)
             for j in rows[len(explorer.rows):]:
                 explorer.add(j)

@@ -20,6 +20,8 @@ from .stepwise import Program, Stepwise
 
 # The model keeps (budget + 1) numbers per candidate: at most this many in all (64 MB), so a
 # space whose allowed set is larger than that allows is searched over a seeded sample of it.
+# (auto's exploring model keeps at most 51 more per candidate: as much again for a budget of 50
+# or less, a fraction of it above.)
 CELLS = 8_000_000
 # A space too large to count is searched over a sample of this many allowed configurations.
 SAMPLE = 8_000
