@@ -345,7 +345,8 @@ def make(space: Space, seed: int | None, opts: Mapping[str, Any], max_fevals: in
         (a sample of a large space) is searched in runs of its size, each with its own end game
         (pool.pooled: a run ends there and the next starts afresh)."""
         text = ("auto: a Gaussian process over the configurations, expected improvement in "
-                "local, recombined and global regions")
+                "local, recombined and global regions; until evaluation "
+                f"{EXPLORE_UNTIL}, exploring steps by a second, fixed model")
         run_length = min(budget, pooled_rows)
         if max_fevals is not None and endgame_start(run_length) < run_length:
             text += f"; from evaluation {endgame_start(run_length) + 1}"
