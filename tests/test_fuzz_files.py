@@ -313,3 +313,21 @@ def test_the_fuzzed_files_reach_past_the_first_line(tmp_path):
     found = find(files(), loads_with_rows,
                  settings=settings(max_examples=500, database=None, deadline=None))
     assert found.startswith(b"{")
+
+
+def test_a_group_value_that_cannot_be_a_key_names_its_line(tmp_path, capsys):
+    """A row whose ``mode`` (the line it belongs to) is a list, as a hand-edited or foreign file
+    can hold: the report still draws its figure, that line named by the list's text (it was a
+    pandas TypeError from the grouping, found by the test above)."""
+    from pyclperf.measure.results import Results
+    from pyclperf.views.plot import plot_modes
+
+    path = tmp_path / "r.jsonl"
+    rows = [dict(ROW, mode="a"), dict(ROW, offset=1, mode=["x", 1]),
+            dict(ROW, offset=2, mode=["x", 1])]
+    path.write_bytes(b"\n".join(_json(r) for r in [META, *rows]) + b"\n")
+    argv = ["report", str(path), "--out", str(tmp_path / "out")]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert "data:image/png" in _page(argv)
+    fig = plot_modes(Results.load(path))
+    assert sorted(t.get_text() for t in fig.axes[0].get_legend().get_texts()) == ["['x', 1]", "a"]

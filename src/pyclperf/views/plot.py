@@ -124,6 +124,15 @@ def plot_columns(results: Results, columns: dict[str, str], ylabel: str, ax: Any
     return fig
 
 
+def _key(value: Any) -> Any:
+    """``value`` where it can be a key, else its text."""
+    try:
+        hash(value)
+    except TypeError:
+        return str(value)
+    return value
+
+
 def _rows_with(results: Results, *numbers: str, groups: Sequence[str] = ()) -> Any:
     """The rows to draw: those with a value of ``meta['x']``, with it and the ``numbers``
     columns as floats (a missing value is NaN: a gap). ValueError, which means "no figure",
@@ -138,6 +147,10 @@ def _rows_with(results: Results, *numbers: str, groups: Sequence[str] = ()) -> A
             df[column] = df[column].astype(float)
         except (TypeError, ValueError, OverflowError):
             raise ValueError(f"column {column!r} holds values that are not numbers") from None
+    # A group's value only names a line: one that cannot be a key (a list or a mapping from a
+    # hand-edited or foreign file) is named by its text rather than stopping the figure.
+    for column in groups:
+        df[column] = df[column].map(_key)
     return df
 
 
@@ -213,7 +226,7 @@ def plot_lines(results: Results, y: str, ylabel: str, group: str | None = None,
     multiple of the preferred multiple). ``hlines``/``vlines`` map a label to a number or to the
     name of a meta entry holding one (e.g. the warp size); unknown ones are left out.
     """
-    df = _rows_with(results, y)
+    df = _rows_with(results, y, groups=(group,) if group else ())
     x = results.meta["x"]
     fig, ax = _axes(ax)
     placed = df[df[x].notna()]
