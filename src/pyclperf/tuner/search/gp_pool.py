@@ -48,6 +48,11 @@ def _matern32_only(r2: np.ndarray) -> np.ndarray:
     return r2
 
 
+def _scale(y: np.ndarray) -> tuple[float, float]:
+    """The mean and spread the targets ``y`` are standardised by."""
+    return float(y.mean()), float(y.std()) + 1e-9
+
+
 class PoolGP:
     """The posterior over every row of ``Z`` (the pool, N x D in [0, 1]) for up to ``cap``
     observations."""
@@ -97,12 +102,12 @@ class PoolGP:
         prior, its most probable ones) and rebuild the posterior over the pool."""
         from scipy.optimize import minimize
 
-        self.mu, self.sd = float(y.mean()), float(y.std()) + 1e-9
+        mu, sd = _scale(y)
         ZI = self.Z[list(rows)]
         C = (ZI.T[:, :, None] - ZI.T[:, None, :]) ** 2
         bounds = [(np.log(0.05), np.log(30.0))] * self.D + [(np.log(0.05), np.log(20.0)),
                                                              (np.log(1e-6), np.log(0.3))]
-        fit = minimize(self._nlml, self.theta, args=(C, (y - self.mu) / self.sd), jac=True,
+        fit = minimize(self._nlml, self.theta, args=(C, (y - mu) / sd), jac=True,
                        method="L-BFGS-B", bounds=bounds, options={"maxiter": maxiter})
         if np.isfinite(fit.fun):
             self.theta = fit.x
@@ -113,7 +118,7 @@ class PoolGP:
         under the hyperparameters as they are: a fixed model's only fit."""
         from scipy.linalg.blas import dtrsm
 
-        self.mu, self.sd = float(y.mean()), float(y.std()) + 1e-9
+        self.mu, self.sd = _scale(y)
         D = self.D
         self.sf2, self.sn2 = float(np.exp(self.theta[D])), float(np.exp(self.theta[D + 1]))
         self.F = self.Z * np.exp(-self.theta[:D])
@@ -162,7 +167,7 @@ class PoolGP:
         from scipy.linalg import solve_triangular
 
         if rescale:
-            self.mu, self.sd = float(y.mean()), float(y.std()) + 1e-9
+            self.mu, self.sd = _scale(y)
         n = len(self.rows)
         b = solve_triangular(self.L[:n, :n], (y - self.mu) / self.sd, lower=True,
                              check_finite=False)
