@@ -641,3 +641,35 @@ def test_a_fifth_of_the_steps_before_the_end_game_explore_by_the_fixed_model(mon
         steps += auto.EXPLORE_UNTIL - auto.opening(budget)[0]
     assert explored and max(explored) < auto.EXPLORE_UNTIL < auto.endgame_start(budget)
     assert 0.1 <= len(explored) / steps <= 0.3
+
+
+def test_a_small_budget_steps_into_the_least_tried_setting_from_twice_its_start(monkeypatch) -> None:
+    """A budget of 20 starts from 4 configurations, so its setting steps begin at evaluation 8,
+    not SETTING_FROM (20, which such a run never reaches); a budget of 40 keeps SETTING_FROM."""
+    import itertools
+    import random
+
+    from pyclperf.tuner.search import auto
+
+    levels = [list(range(1, 11)), list(range(1, 11))] + [[0, 1]] * 3
+    X = np.array(list(itertools.product(range(10), range(10), *[range(2)] * 3)))
+    sizes = np.array([10, 10, 2, 2, 2])
+    objective = 1.0 + 0.1 * ((X[:, 0] - 6) ** 2 + (X[:, 1] - 3) ** 2) + auto.settings(X, sizes)
+    original = auto.least_tried
+    at: list[int] = []
+
+    def watched(setting_, seen_, cand, rng):
+        at.append(len(seen_))
+        return original(setting_, seen_, cand, rng)
+
+    monkeypatch.setattr(auto, "least_tried", watched)
+    for budget, first in ((20, 8), (40, auto.SETTING_FROM)):
+        assert auto.opening(budget)[2] == first
+        at.clear()
+        for seed in range(6):
+            gen = auto.program(X, sizes, random.Random(seed), budget, levels, endgame=False)
+            i = next(gen)
+            for _ in range(budget - 1):
+                i = gen.send(float(objective[i]))
+        assert at and min(at) >= first
+        assert budget > 20 or min(at) < auto.SETTING_FROM
