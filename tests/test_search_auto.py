@@ -56,11 +56,12 @@ def test_a_shorter_search_is_the_start_of_a_longer_one() -> None:
 
 
 def test_a_budget_under_40_starts_from_a_fifth_of_it_and_aims_nearer() -> None:
+    """... and takes its setting steps from twice its start; from 40 on, from SETTING_FROM."""
     from pyclperf.tuner.search import auto
 
     assert [auto.opening(b) for b in (3, 10, 20, 30, 39)] == \
-        [(3, 0.25), (4, 0.25), (4, 0.25), (6, 0.25), (8, 0.25)]
-    assert [auto.opening(b) for b in (40, 100, 400)] == [(12, 0.5)] * 3
+        [(3, 0.25, 6), (4, 0.25, 8), (4, 0.25, 8), (6, 0.25, 12), (8, 0.25, 16)]
+    assert [auto.opening(b) for b in (40, 100, 400)] == [(12, 0.5, auto.SETTING_FROM)] * 3
 
 
 def test_the_end_game_starts_at_the_last_fifth_and_never_before_60() -> None:

@@ -57,7 +57,8 @@ the benchmark (30 seeds) the GEMM spaces' scores moved by 0.013 or less. A budge
 such steps from twice its start (evaluation 8 of 20), since SETTING_FROM may lie past its end:
 over 300 seeds (500-799) at 20 evaluations that raised the mean fraction of the optimum on the
 A100, A4000 and A6000 convolutions from 0.649, 0.794 and 0.717 to 0.661, 0.794 and 0.735, the
-three GEMM spaces' rose by 0.003 or less (from evaluation 6 or 10 instead: the same within 0.02).
+three GEMM spaces' rose by 0.003 or less (from evaluation 6 or 10 instead: the same within 0.02);
+on the held-out MI250X from 0.530 to 0.577, while the W7800's and W6600's fell by 0.007 and 0.009.
 
 Exploring steps, by a second model: until evaluation 50 a fifth of the steps rank every
 unevaluated configuration by expected improvement under a Gaussian process that is never fitted:
