@@ -505,19 +505,25 @@ def test_the_least_tried_setting_is_the_one_with_fewest_evaluations_and_candidat
                      (False,) * 4 + (True,) + (False,) * 3}
 
 
+def _shapes_and_switches() -> tuple[list[list[int]], np.ndarray, np.ndarray]:
+    """A space of two ten-valued shapes and three switches: its levels, value indices, sizes."""
+    import itertools
+
+    levels = [list(range(1, 11)), list(range(1, 11))] + [[0, 1]] * 3
+    X = np.array(list(itertools.product(range(10), range(10), *[range(2)] * 3)))
+    return levels, X, np.array([10, 10, 2, 2, 2])
+
+
 def test_a_fifth_of_the_steps_from_20_go_to_the_least_tried_setting(monkeypatch) -> None:
     """On a space whose fast configurations all share one setting of three switches, every
     setting step evaluates a configuration of the setting tried least so far; such steps are
     about SETTING_SHARE of those from evaluation SETTING_FROM on, none before; and the setting
     tried least gets more evaluations than in the same runs without them."""
-    import itertools
     import random
 
     from pyclperf.tuner.search import auto
 
-    levels = [list(range(1, 11)), list(range(1, 11))] + [[0, 1]] * 3
-    X = np.array(list(itertools.product(range(10), range(10), *[range(2)] * 3)))
-    sizes = np.array([10, 10, 2, 2, 2])
+    levels, X, sizes = _shapes_and_switches()
     setting = auto.settings(X, sizes)
     bowl = 1.0 + 0.1 * ((X[:, 0] - 6) ** 2 + (X[:, 1] - 3) ** 2)
     objective = np.where(setting == 0, bowl, 4.0 * bowl)
@@ -593,7 +599,6 @@ def test_a_fifth_of_the_steps_before_the_end_game_explore_by_the_fixed_model(mon
     the fixed model, written out densely here (raw times, a Matern-3/2 kernel of 0.8 index steps,
     20 times the observations' variance); such steps are about EXPLORE_SHARE of those before
     evaluation EXPLORE_UNTIL, and none from it on."""
-    import itertools
     import random
 
     from scipy.stats import norm
@@ -601,9 +606,7 @@ def test_a_fifth_of_the_steps_before_the_end_game_explore_by_the_fixed_model(mon
     from pyclperf.tuner.search import auto
     from pyclperf.tuner.search.gp_pool import PoolGP, _matern32
 
-    levels = [list(range(1, 11)), list(range(1, 11))] + [[0, 1]] * 3
-    X = np.array(list(itertools.product(range(10), range(10), *[range(2)] * 3)))
-    sizes = np.array([10, 10, 2, 2, 2])
+    levels, X, sizes = _shapes_and_switches()
     objective = (1.0 + 0.1 * ((X[:, 0] - 6) ** 2 + (X[:, 1] - 3) ** 2)) * (1 + X[:, 2:].sum(1))
     explored: list[int] = []                    # each exploring step: its evaluation
     steps = 0
@@ -647,14 +650,11 @@ def test_a_fifth_of_the_steps_before_the_end_game_explore_by_the_fixed_model(mon
 def test_a_small_budget_steps_into_the_least_tried_setting_from_twice_its_start(monkeypatch) -> None:
     """A budget of 20 starts from 4 configurations, so its setting steps begin at evaluation 8,
     not SETTING_FROM (20, which such a run never reaches); a budget of 40 keeps SETTING_FROM."""
-    import itertools
     import random
 
     from pyclperf.tuner.search import auto
 
-    levels = [list(range(1, 11)), list(range(1, 11))] + [[0, 1]] * 3
-    X = np.array(list(itertools.product(range(10), range(10), *[range(2)] * 3)))
-    sizes = np.array([10, 10, 2, 2, 2])
+    levels, X, sizes = _shapes_and_switches()
     objective = 1.0 + 0.1 * ((X[:, 0] - 6) ** 2 + (X[:, 1] - 3) ** 2) + auto.settings(X, sizes)
     original = auto.least_tried
     at: list[int] = []
