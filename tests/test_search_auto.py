@@ -514,14 +514,29 @@ def _shapes_and_switches() -> tuple[list[list[int]], np.ndarray, np.ndarray]:
     return levels, X, np.array([10, 10, 2, 2, 2])
 
 
+def _driven(X: np.ndarray, sizes: np.ndarray, levels: list, objective: np.ndarray, seed: int,
+            budget: int, seen: list[int]):
+    """Each row a run of auto.program (no end game) over ``objective`` picks after its first, as
+    it is picked; ``seen`` holds the rows evaluated before it, and every row once the run ends."""
+    import random
+
+    from pyclperf.tuner.search import auto
+
+    gen = auto.program(X, sizes, random.Random(seed), budget, levels, endgame=False)
+    i = next(gen)
+    for _ in range(budget - 1):
+        seen.append(i)
+        i = gen.send(float(objective[i]))
+        yield i
+    seen.append(i)
+
+
 def test_a_fifth_of_the_steps_from_20_go_to_the_least_tried_setting(monkeypatch) -> None:
     """On a space whose fast configurations all share one setting of three switches, every
     setting step evaluates a configuration of the setting tried least so far; such steps are
     about SETTING_SHARE of those from evaluation SETTING_FROM on (SETTING_EARLY_SHARE until
     EXPLORE_UNTIL), none before; and the setting tried least gets more evaluations than in the
     same runs without them."""
-    import random
-
     from pyclperf.tuner.search import auto
 
     levels, X, sizes = _shapes_and_switches()
@@ -548,14 +563,9 @@ def test_a_fifth_of_the_steps_from_20_go_to_the_least_tried_setting(monkeypatch)
         least = 0
         for seed in range(3):
             seen.clear()
-            gen = auto.program(X, sizes, random.Random(seed), 80, levels, endgame=False)
-            i = next(gen)
-            for _ in range(79):
-                seen.append(i)
-                i = gen.send(float(objective[i]))
+            for i in _driven(X, sizes, levels, objective, seed, 80, seen):
                 if steps and steps[-1][0] == len(seen):    # this row is that step's pick
                     assert setting[i] == steps[-1][1]
-            seen.append(i)
             least += int(np.bincount(setting[seen], minlength=8).min())
         return least
 
@@ -684,8 +694,6 @@ def test_an_early_setting_step_tries_the_local_centres_shapes_there(monkeypatch)
     leaders at most LOCAL_WITHIN slower. The space's fast shapes are the same in every setting
     but the fastest setting is slower in most of them, as on the hub's A4000 convolution, where
     the optimum's setting (no shared memory) has a median of 0.31 of the optimum."""
-    import random
-
     from pyclperf.tuner.search import auto
     from pyclperf.tuner.search.gp_pool import log_targets
 
@@ -711,15 +719,11 @@ def test_an_early_setting_step_tries_the_local_centres_shapes_there(monkeypatch)
     checked = 0
     for seed in range(4):
         seen.clear()
-        gen = auto.program(X, sizes, random.Random(seed), 60, levels, endgame=False)
-        i = next(gen)
-        for _ in range(59):
-            seen.append(i)
-            before = len(picked)
-            i = gen.send(float(objective[i]))
-            if len(picked) > before:                      # this row is that step's pick
-                n, chosen, centres = picked[-1]
-                assert n == len(seen) and chosen[i]
+        picked.clear()
+        for i in _driven(X, sizes, levels, objective, seed, 60, seen):
+            if picked and picked[-1][0] == len(seen):     # this row is that step's pick
+                _, chosen, centres = picked[-1]
+                assert chosen[i]
                 rows = np.flatnonzero(chosen)
                 near = [int((X[rows] != X[c]).sum(axis=1).min()) for c in centres]
                 assert any(int((X[i] != X[c]).sum()) == d for c, d in zip(centres, near))
