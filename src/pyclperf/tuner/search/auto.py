@@ -59,19 +59,6 @@ over 300 seeds (500-799) at 20 evaluations that raised the mean fraction of the 
 A100, A4000 and A6000 convolutions from 0.649, 0.794 and 0.717 to 0.661, 0.794 and 0.735, the
 three GEMM spaces' rose by 0.003 or less (from evaluation 6 or 10 instead: the same within 0.02);
 on the held-out MI250X from 0.530 to 0.577, while the W7800's and W6600's fell by 0.007 and 0.009.
-In a budget of 40 or more, until evaluation 50, such steps are 30% of the steps, and each takes
-the setting's configurations nearest the local steps' centres (the best and the leaders within
-22% of it): the shapes found fast so far, tried under other switches. On the hub's A4000
-convolution the optimum's setting (read_only, use_padding and use_shmem 0) has a median of 0.31
-of the optimum, and its 23 configurations of 0.8 or more all have tile_size_y 4, block_size_y 1
-or 2 and a block width of 32, 64, 128 or 256 (tile and block heights fast with shared memory too);
-ranked over the whole setting, the 14 runs of 30 (seeds 90-119) left at 0.74-0.81 after 50
-evaluations had tried 4-7 configurations there, none of those shapes. Driven directly, the mean
-fraction of the optimum at 50 (seeds 500-739) rose from 0.886 to 0.912 on the A4000 (median
-0.87 to 0.99), 0.851 to 0.876 on the A6000 and 0.808 to 0.809 on the A100; at 100 (500-679)
-from 0.948, 0.948 and 0.938 to 0.961, 0.959 and 0.943. Kept to the end of the budget, the
-A100 fell at 100 (0.925; runs below 0.79 of the optimum 11% to 17%); in a budget of 20, the
-nine hub spaces moved by -0.021 to +0.010 (300 seeds), so smaller budgets keep the plain steps.
 
 Exploring steps, by a second model: until evaluation 50 a fifth of the steps rank every
 unevaluated configuration by expected improvement under a Gaussian process that is never fitted:
@@ -175,10 +162,8 @@ LENGTH_PRIOR = (4.0, 0.7)
 # configurations that keep every value the four best so far share.
 ENDGAME_SHARE, ENDGAME_FROM, ENDGAME_STEPS = 0.2, 60, 0.7
 # From evaluation SETTING_FROM, this share of the steps goes to the setting of the two-valued
-# parameters evaluated least so far; in a budget of SMALL or more, before evaluation
-# EXPLORE_UNTIL, SETTING_EARLY_SHARE of them, each to that setting's configurations nearest the
-# local steps' centres.
-SETTING_SHARE, SETTING_FROM, SETTING_EARLY_SHARE = 0.2, 20, 0.3
+# parameters evaluated least so far.
+SETTING_SHARE, SETTING_FROM = 0.2, 20
 # This share of the steps before evaluation EXPLORE_UNTIL (and before the end game) ranks every
 # unevaluated configuration by a second, fixed model of the raw times over the value indices: a
 # length scale of EXPLORE_LENGTH index steps, a signal variance EXPLORE_SIGNAL times the
@@ -289,16 +274,7 @@ def program(X: np.ndarray, sizes: np.ndarray, pyrng: random.Random, budget: int,
         u = rng.random()
         ambition = 0.0
         ending = endgame and n >= endgame_start(budget)
-        early = n < EXPLORE_UNTIL
-        carried = early and budget >= SMALL
-
-        def local_centres() -> list[int]:
-            """The best and each niche leader at most LOCAL_WITHIN slower (in log-time)."""
-            scale = 1.0 if logged else float(y.std())
-            return niche_leaders(X, seen, order, LOCAL_LEADERS,
-                                 y[order[0]] + LOCAL_WITHIN * scale, y)
-
-        if early and rng.random() < EXPLORE_SHARE and not ending:
+        if n < EXPLORE_UNTIL and rng.random() < EXPLORE_SHARE and not ending:
             times = np.exp(y) if logged else y
             if explorer is None:                   # it holds evaluations until EXPLORE_UNTIL
                 theta = np.r_[np.full(D, np.log(EXPLORE_LENGTH)), np.log(EXPLORE_SIGNAL),
@@ -319,14 +295,13 @@ def program(X: np.ndarray, sizes: np.ndarray, pyrng: random.Random, budget: int,
                 near = agreeing(X, valid)
                 if (cand & near).any():
                     cand = cand & near
-        elif setting is not None and n >= setting_from and \
-                rng.random() < (SETTING_EARLY_SHARE if carried else SETTING_SHARE):
+        elif setting is not None and n >= setting_from and rng.random() < SETTING_SHARE:
             cand = least_tried(setting, seen, cand, rng)
-            if carried:                                 # the good shapes, in that setting
-                cand = balls(Xb, cand, local_centres())
         elif u < LOCAL or u >= 1 - NICHE:
             if u < LOCAL:                               # the best and the basins near it in time
-                centres = local_centres()
+                scale = 1.0 if logged else float(y.std())
+                centres = niche_leaders(X, seen, order, LOCAL_LEADERS,
+                                        y[order[0]] + LOCAL_WITHIN * scale, y)
             else:                                       # the leader of another niche
                 leaders = niche_leaders(X, seen, order, LEADERS)
                 centres = [leaders[rng.integers(1, len(leaders))] if len(leaders) > 1
