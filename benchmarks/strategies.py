@@ -27,6 +27,10 @@ SEEDS-1; ``--first-seed 90`` runs 90 on instead: ``auto``'s design was chosen on
 these spaces, which therefore favour it, so a fair check of it takes others. ``--held-out``
 runs the Hub's convolution spaces that no design choice of ``auto`` was judged on (AMD MI250X,
 AMD W7800, AMD W6600) instead of the six: the same comparison on spaces it has never seen.
+``--jobs N`` runs N replays at once, one process each, longest first (a seeded replay gives the
+same trajectory either way, Kernel Tuner's bayes_opt past its start only where timings agree);
+runs.jsonl holds each replay as it finishes, and ``--reuse`` takes Kernel Tuner's part of a run
+stopped part-way back.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ import contextlib
 import gzip
 import io
 import json
-import os
 import random
 import sys
 import tempfile
@@ -50,38 +53,10 @@ from pyclperf import Execution, Search
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.append(str(HERE))          # hub_spaces.py beside it, also when this is loaded apart
+from hub_spaces import (HELD_OUT_SPACES, HUB_SPACES, SMALL_SPACES, Space,  # noqa: E402,F401
+                        hub_dir, spaces)
 
-# The Hub's tuning scripts' restrictions: kernels/convolution_milo.py and kernels/gemm_milo.py
-# of benchmark_hub (Kernel Tuner string expressions over the parameters).
-CONVOLUTION = ["use_padding==0 or block_size_x % 32 != 0", "block_size_x*block_size_y<=1024",
-               "use_padding==0 or use_shmem != 0",
-               "use_shmem == 0 or (((block_size_x*tile_size_x+(filter_width-1)))*"
-               "((block_size_y*tile_size_y+(filter_height-1)))) < 12*1024"]
-GEMM = ["KWG % KWI == 0", "MWG % (MDIMC * VWM) == 0", "NWG % (NDIMC * VWN) == 0",
-        "MWG % (MDIMA * VWM) == 0", "NWG % (NDIMB * VWN) == 0",
-        "KWG % ((MDIMC * NDIMC)/MDIMA) == 0", "KWG % ((MDIMC * NDIMC)/NDIMB) == 0",
-        "not (MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8)"]
-KT_GEMM = "currently_unused/cachefiles/KernelTuner data/gemm"
-HUB_SPACES = {
-    "convolution A100": ("cachefiles/convolution_milo/A100.json.gz", CONVOLUTION),
-    "convolution A4000": ("cachefiles/convolution_milo/A4000.json.gz", CONVOLUTION),
-    "convolution A6000": ("cachefiles/convolution_milo/A6000.json.gz", CONVOLUTION),
-    "GEMM RTX 3090": (f"{KT_GEMM}/RTX_3090.json.gz", GEMM),
-    "GEMM RTX 2080 Ti": (f"{KT_GEMM}/RTX_2080_Ti.json.gz", GEMM),
-    "GEMM Titan RTX": (f"{KT_GEMM}/RTX_Titan.json.gz", GEMM),
-}
-# The Hub's other convolution spaces, kept out of every design choice of auto: --held-out.
-HELD_OUT_SPACES = {
-    "convolution MI250X": ("cachefiles/convolution_milo/MI250X.json.gz", CONVOLUTION),
-    "convolution W7800": ("cachefiles/convolution_milo/W7800.json.gz", CONVOLUTION),
-    "convolution W6600": ("cachefiles/convolution_milo/W6600.json.gz", CONVOLUTION),
-}
-# The tests' recordings (Kernel Tuner's own test files), for a run without the Hub.
-SMALL_SPACES = {
-    "vector_add RTX A4000 (test file)": (ROOT / "tests/data/kernel_tuner/test_cache_file.json", []),
-    "vector_add RTX 4000 Ada (test file)": (
-        ROOT / "tests/data/kernel_tuner/test_cache_time_energy.json", []),
-}
 OURS = ["auto", "random_sample", "genetic_algorithm", "dual_annealing", "pso", "tpe",
         "simulated_annealing", "diff_evo", "greedy_ils"]
 KT = ["random_sample", "genetic_algorithm", "simulated_annealing", "pso", "diff_evo",
@@ -94,88 +69,6 @@ KT_BUDGET_AWARE = {"simulated_annealing", "dual_annealing"}
 # the others plan nothing by it and run once at the largest, read at each smaller one.
 OURS_BUDGET_AWARE = {"auto"}
 BUDGETS = [20, 50, 100, 200, 400]
-
-
-def hub_dir(given: str | None) -> Path | None:
-    for candidate in (given, os.environ.get("PYCLPERF_HUB"), ROOT / "shared/benchmark_hub",
-                      ROOT.parent / "shared/benchmark_hub"):
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    return None
-
-
-def spaces(hub: Path | None, names: list[str] | None,
-           held_out: bool = False) -> dict[str, tuple[Path, list[str]]]:
-    """The spaces to run: the Hub's six (``held_out``: its held-out ones), those of them its
-    checkout holds, or without the Hub the tests' small recordings; ``names``: only these."""
-    if hub is None:
-        if held_out:
-            raise SystemExit("--held-out needs the Hub: give --hub or set PYCLPERF_HUB")
-        found = {n: (Path(p), r) for n, (p, r) in SMALL_SPACES.items()}
-    else:
-        table = HELD_OUT_SPACES if held_out else HUB_SPACES
-        found = {n: (hub / p, r) for n, (p, r) in table.items() if (hub / p).is_file()}
-        missing = [n for n, (p, _) in table.items() if not (hub / p).is_file()]
-        if missing:
-            print(f"not in {hub}: {', '.join(missing)}", file=sys.stderr)
-    if names:
-        found = {n: v for n, v in found.items() if n in names}
-    return found
-
-
-# --- one space ------------------------------------------------------------------------------------
-class Space:
-    """A recorded space: its parameters, restrictions, allowed configurations and optimum."""
-
-    def __init__(self, name: str, path: Path, restrictions: list[str]) -> None:
-        from pyclperf.tuner.replay import load
-        from pyclperf.tuner.restrictions import compile_restrictions
-        from pyclperf.tuner.searchspace import Space as Configs
-
-        self.name, self.path, self.restrictions = name, path, restrictions
-        self.rec = load(path)
-        self.params = {k: list(v) for k, v in self.rec.tune_params.items()}
-        self.kernel = self.rec.kernel_name or "kernel"
-        size = self.rec.problem_size
-        self.problem_size = tuple(size) if isinstance(size, list) else (size or 1)
-        configs = Configs(self.params, compile_restrictions(restrictions, list(self.params)))
-        self.allowed = [configs.config(i) for i in configs.allowed_ids]
-        times = [self.rec.lookup(c) for c in self.allowed]
-        valid = [r.time_ms for r in times if r is not None and r.time_ms is not None]
-        self.optimum = min(valid)
-        self.size = len(self.allowed)
-
-    def fraction(self, best: float | None) -> float:
-        return 0.0 if best is None else self.optimum / best
-
-    def kt_cache(self, folder: Path) -> Path:
-        """The recording as a plain JSON file (Kernel Tuner reads no gzip)."""
-        out = folder / (self.path.name.removesuffix(".gz"))
-        if not out.exists():
-            raw = self.path.read_bytes()
-            out.write_bytes(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-        return out
-
-    def t4(self, folder: Path) -> Path:
-        """The allowed configurations as a T4 results file, for the methodology's statistics."""
-        out = folder / f"{self.name.replace(' ', '_')}_T4.json"
-        results = []
-        for c in self.allowed:
-            r = self.rec.lookup(c)
-            if r is None:
-                continue
-            results.append({
-                "configuration": c, "objectives": ["time"],
-                "times": {"compilation": r.compile_ms, "validation": r.verification_ms,
-                          "benchmark": r.benchmark_ms, "framework": 0.0, "search_algorithm": 0.0,
-                          "runtimes": r.times_ms or ([r.time_ms] if r.time_ms else [])},
-                "invalidity": "correct" if r.time_ms is not None else "runtime",
-                "correctness": 1 if r.time_ms is not None else 0,
-                "measurements": [{"name": "time", "value": r.time_ms if r.time_ms is not None
-                                  else "RuntimeFailedConfig", "unit": "ms"}]})
-        out.write_text(json.dumps({"schema_version": "1.0.0",
-                                   "metadata": {"timeunit": "milliseconds"}, "results": results}))
-        return out
 
 
 def best_so_far(times: list[float | None]) -> list[float | None]:
@@ -266,7 +159,70 @@ def theirs(space: Space, cache: Path, strategy: str, budget: int, seed: int
     return best_so_far(times)[:budget], wall
 
 
-# --- the run --------------------------------------------------------------------------------------
+# --- the run ---------------------------------------------------------------------------------------
+# The spaces this process has built, by name: a worker forked after the parent built them reads
+# them from here rather than parsing the recording again.
+_SPACES: dict[str, Space] = {}
+
+
+def space_of(name: str, path: Path, restrictions: list[str]) -> Space:
+    if name not in _SPACES:
+        _SPACES[name] = Space(name, path, restrictions)
+    return _SPACES[name]
+
+
+def replay(task: tuple) -> list[dict[str, Any]]:
+    """One seed of one strategy on one space: its records, one per (budget, anytime) of its
+    plan. ``task``: (space name, recording, restrictions, tool, strategy, seed, plan, Kernel
+    Tuner's plain JSON cache or None)."""
+    name, path, restrictions, tool, strategy, seed, plan, cache = task
+    space = space_of(name, path, restrictions)
+    out = []
+    for budget, anytime in plan:
+        if tool == "pyclperf":
+            traj, wall = ours(space, strategy, budget, seed)
+        else:
+            traj, wall = theirs(space, cache, strategy, budget, seed)
+        out.append({"space": name, "tool": tool, "strategy": strategy, "budget": budget,
+                    "seed": seed, "anytime": anytime, "wall_s": round(wall, 4), "traj": traj,
+                    "size": space.size, "optimum": space.optimum})
+    return out
+
+
+def one_thread() -> None:
+    """A worker's BLAS and OpenMP pools held to one thread: with one replay per core, threads
+    of their own only contend (and bayes_opt's path past its start depends on timing)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(1)
+
+
+def cost(task: tuple) -> float:
+    """A rough replay cost, to start the longest first so that no long one is left at the end:
+    Kernel Tuner's bayes_opt and its per-budget strategies before the rest, large spaces first."""
+    name, _, _, tool, strategy, _, plan, _ = task
+    weight = {"bayes_opt": 8.0, "hybrid_vndx": 4.0, "basinhopping": 3.0}.get(strategy, 1.0)
+    if tool == "pyclperf":
+        weight = 0.5
+    return weight * len(plan) * _SPACES[name].size if name in _SPACES else 0.0
+
+
+def read_reuse(paths: list[str] | None) -> dict[tuple, dict[str, Any]]:
+    """Kernel Tuner's records in runs.jsonl files (gzipped too), by (space, strategy, budget,
+    seed, anytime)."""
+    reuse: dict[tuple, dict[str, Any]] = {}
+    for path in paths or []:
+        opener = gzip.open if str(path).endswith(".gz") else open
+        with opener(path, "rt") as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("tool") == "kernel_tuner" and "traj" in r:
+                    reuse[(r["space"], r["strategy"], r["budget"], r["seed"], r["anytime"])] = r
+    return reuse
+
+
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     hub = hub_dir(args.hub)
     chosen = spaces(hub, args.spaces, args.held_out)
@@ -283,66 +239,77 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             print("Kernel Tuner is not installed: pip install kernel_tuner==1.5.0 (ours only)",
                   file=sys.stderr)
             have_kt = False
-    runs: list[dict[str, Any]] = []
     # Kernel Tuner's replays from an earlier run of this script (or its records in this format):
     # seeded (theirs()), so the same call repeats the same trajectory (bayes_opt's past its start
     # only where the timings agree; see seeded_latin_hypercubes), and they need not be computed
     # again. Records of bayes_opt and diff_evo written before their starts were seeded (before
     # 2026-11-30) are draws of the same search, not that seed's run.
-    reuse: dict[tuple, dict[str, Any]] = {}
-    for path in args.reuse or []:
-        for line in open(path):
-            r = json.loads(line)
-            if r.get("tool") == "kernel_tuner" and "traj" in r:
-                reuse[(r["space"], r["strategy"], r["budget"], r["seed"], r["anytime"])] = r
+    reuse = read_reuse(args.reuse)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    log = open(out / "runs.jsonl", "w")
     tmp = Path(tempfile.mkdtemp(prefix="strategies-"))
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    tasks: list[tuple] = []
+    taken: list[dict[str, Any]] = []
     for name, (path, restrictions) in chosen.items():
-        space = Space(name, path, restrictions)
+        space = space_of(name, path, restrictions)
         print(f"{name}: {space.size} configurations, optimum {space.optimum:.4g} ms", flush=True)
         (out / "spaces").mkdir(exist_ok=True)
         space.t4(out / "spaces")
         space_budgets = [b for b in budgets if b <= space.size] or [space.size]
-
-        def record(tool: str, strategy: str, budget: int, seed: int, traj: list, wall: float,
-                   anytime: bool) -> None:
-            rec = {"space": name, "tool": tool, "strategy": strategy, "budget": budget,
-                   "seed": seed, "anytime": anytime, "wall_s": round(wall, 4),
-                   "traj": traj, "size": space.size, "optimum": space.optimum}
-            runs.append(rec)
-            log.write(json.dumps(rec) + "\n")
-            log.flush()
-
         for strategy in args.ours:
-            started = time.perf_counter()
-            for seed in range(args.first_seed, args.first_seed + args.seeds):
-                if strategy in OURS_BUDGET_AWARE:
-                    for b in space_budgets:
-                        traj, wall = ours(space, strategy, b, seed)
-                        record("pyclperf", strategy, b, seed, traj, wall, False)
-                else:
-                    traj, wall = ours(space, strategy, max(space_budgets), seed)
-                    record("pyclperf", strategy, max(space_budgets), seed, traj, wall, True)
-            print(f"  pyclperf {strategy}: {time.perf_counter() - started:.1f} s", flush=True)
+            plan = ([(b, False) for b in space_budgets] if strategy in OURS_BUDGET_AWARE
+                    else [(max(space_budgets), True)])
+            tasks += [(name, path, restrictions, "pyclperf", strategy, seed, plan, None)
+                      for seed in seeds]
         if not have_kt:
             continue
         cache = space.kt_cache(tmp)
         for strategy in args.kt:
-            started = time.perf_counter()
-            for seed in range(args.first_seed, args.first_seed + args.seeds):
-                plan = ([(b, False) for b in space_budgets] if strategy in KT_BUDGET_AWARE
-                        else [(max(space_budgets), True)])
-                for b, anytime in plan:
-                    key = (name, strategy, b, seed, anytime)
-                    if key in reuse:             # recorded earlier: taken as it was
-                        traj, wall = reuse[key]["traj"], reuse[key]["wall_s"]
-                    else:
-                        traj, wall = theirs(space, cache, strategy, b, seed)
-                    record("kernel_tuner", strategy, b, seed, traj, wall, anytime)
-            print(f"  kernel_tuner {strategy}: {time.perf_counter() - started:.1f} s", flush=True)
-    log.close()
+            plan = ([(b, False) for b in space_budgets] if strategy in KT_BUDGET_AWARE
+                    else [(max(space_budgets), True)])
+            for seed in seeds:
+                left = [(b, a) for b, a in plan if (name, strategy, b, seed, a) not in reuse]
+                # recorded earlier: taken as it was
+                taken += [reuse[(name, strategy, b, seed, a)] for b, a in plan
+                          if (b, a) not in left]
+                if left:
+                    tasks.append((name, path, restrictions, "kernel_tuner", strategy, seed,
+                                  left, cache))
+    runs: list[dict[str, Any]] = []
+    # what finished is on disk as it finishes: a run stopped part-way keeps it (--reuse takes
+    # Kernel Tuner's part of it back)
+    with open(out / "runs.jsonl", "w") as log:
+        def record(recs: list[dict[str, Any]]) -> None:
+            for rec in recs:
+                runs.append(rec)
+                log.write(json.dumps(rec) + "\n")
+            log.flush()
+
+        record(taken)
+        groups: dict[tuple, int] = {}
+        for t in tasks:
+            groups[t[0], t[3], t[4]] = groups.get((t[0], t[3], t[4]), 0) + 1
+        started = time.perf_counter()
+
+        def finished(recs: list[dict[str, Any]]) -> None:
+            record(recs)
+            key = recs[0]["space"], recs[0]["tool"], recs[0]["strategy"]
+            groups[key] -= 1
+            if not groups[key]:
+                print(f"  {key[1]} {key[2]} on {key[0]}: done at "
+                      f"{time.perf_counter() - started:.1f} s", flush=True)
+
+        if args.jobs == 1:
+            for t in tasks:
+                finished(replay(t))
+        else:
+            import multiprocessing
+
+            tasks.sort(key=cost, reverse=True)
+            with multiprocessing.Pool(args.jobs, initializer=one_thread) as pool:
+                for recs in pool.imap_unordered(replay, tasks):
+                    finished(recs)
     return runs
 
 
@@ -367,8 +334,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reuse", nargs="*", default=None, metavar="RUNS",
                    help="runs.jsonl files of earlier runs whose Kernel Tuner replays are taken "
                         "instead of computed again (a seeded replay repeats its trajectory)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="replays run at once, one process each (default 1)")
     p.add_argument("--replot", action="store_true", help="report --out's runs.jsonl again")
     args = p.parse_args(argv)
+    if args.jobs < 1:
+        p.error(f"--jobs must be at least 1, got {args.jobs}")
     if args.first_seed < 0 or args.seeds < 1:
         p.error(f"--first-seed must be at least 0 and --seeds at least 1, got {args.first_seed} "
                 f"and {args.seeds}")
@@ -381,5 +352,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
     sys.exit(main())

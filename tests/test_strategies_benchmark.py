@@ -59,6 +59,43 @@ def test_the_seeds_can_start_past_those_a_design_was_chosen_on(tmp_path: Path) -
     assert runs and sorted({r["seed"] for r in runs}) == [90, 91]
 
 
+def test_replays_in_parallel_give_the_same_runs_and_a_stopped_runs_records_are_taken_back(
+        tmp_path: Path) -> None:
+    """--jobs 2 replays the same seeded searches as one process; Kernel Tuner's records of a
+    run, gzipped, are taken back by --reuse and not replayed again."""
+    import gzip
+
+    kt = importlib.util.find_spec("kernel_tuner") is not None
+    env = {"PYCLPERF_HUB": "", "MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"}
+
+    def bench(out: Path, *extra: str) -> tuple[dict, str]:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "strategies.py"), "--hub",
+             str(tmp_path / "none"), "--seeds", "3", "--budgets", "5", "10", "--ours", "auto",
+             "random_sample", "--kt", *(["random_sample", "pso"] if kt else ["none"]),
+             "--out", str(out), *extra], capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == 0, done.stderr
+        runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+        return {(r["space"], r["tool"], r["strategy"], r["budget"], r["seed"]): r["traj"]
+                for r in runs}, done.stdout
+
+    alone, _ = bench(tmp_path / "one")
+    together, _ = bench(tmp_path / "two", "--jobs", "2")
+    assert alone == together and len(alone) == 2 * 3 * (2 + 1 + (2 if kt else 0))
+    if kt:
+        packed = tmp_path / "two.jsonl.gz"
+        packed.write_bytes(gzip.compress((tmp_path / "two" / "runs.jsonl").read_bytes()))
+        again, printed = bench(tmp_path / "three", "--jobs", "2", "--reuse", str(packed))
+        assert again == alone
+        assert "pyclperf auto on" in printed and "kernel_tuner" not in printed  # none replayed
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "strategies.py"), "--jobs", "0", "--kt",
+         "none", "--out", str(tmp_path / "x")], capture_output=True, text=True, timeout=120,
+        env=env)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith("--jobs must be at least 1, got 0")
+
+
 def test_a_negative_first_seed_is_refused_in_one_line(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "strategies.py"), "--first-seed", "-1",
@@ -129,7 +166,7 @@ def test_kernel_tuners_bayes_opt_replays_the_same_start_for_the_same_seed(
 
 
 def test_held_out_runs_the_spaces_auto_was_never_tuned_on(tmp_path: Path, benchmark_script) -> None:
-    bench = benchmark_script("strategies")
+    bench = benchmark_script("hub_spaces")
     hub = tmp_path / "hub"
     for table in (bench.HUB_SPACES, bench.HELD_OUT_SPACES):
         for path, _ in table.values():
