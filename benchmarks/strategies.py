@@ -36,6 +36,7 @@ stopped part-way back.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import gzip
 import io
@@ -46,7 +47,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from pyclperf import Execution, Search
@@ -171,21 +172,38 @@ def space_of(name: str, path: Path, restrictions: list[str]) -> Space:
     return _SPACES[name]
 
 
-def replay(task: tuple) -> list[dict[str, Any]]:
-    """One seed of one strategy on one space: its records, one per (budget, anytime) of its
-    plan. ``task``: (space name, recording, restrictions, tool, strategy, seed, plan, Kernel
-    Tuner's plain JSON cache or None)."""
-    name, path, restrictions, tool, strategy, seed, plan, cache = task
-    space = space_of(name, path, restrictions)
+class Task(NamedTuple):
+    """One seed of one strategy on one space, replayed at each (budget, anytime) of ``plan``."""
+    space: str
+    path: Path
+    restrictions: list[str]
+    tool: str
+    strategy: str
+    seed: int
+    plan: list[tuple[int, bool]]
+    cache: Path | None                  # Kernel Tuner's plain JSON copy of the recording
+
+
+def plan_of(strategy: str, budget_aware: set[str], budgets: list[int]) -> list[tuple[int, bool]]:
+    """A strategy whose schedule depends on its budget runs at each; any other once, at the
+    largest, read at each smaller one (anytime)."""
+    return ([(b, False) for b in budgets] if strategy in budget_aware
+            else [(max(budgets), True)])
+
+
+def replay(task: Task) -> list[dict[str, Any]]:
+    """A task's records, one per (budget, anytime) of its plan."""
+    space = space_of(task.space, task.path, task.restrictions)
     out = []
-    for budget, anytime in plan:
-        if tool == "pyclperf":
-            traj, wall = ours(space, strategy, budget, seed)
+    for budget, anytime in task.plan:
+        if task.tool == "pyclperf":
+            traj, wall = ours(space, task.strategy, budget, task.seed)
         else:
-            traj, wall = theirs(space, cache, strategy, budget, seed)
-        out.append({"space": name, "tool": tool, "strategy": strategy, "budget": budget,
-                    "seed": seed, "anytime": anytime, "wall_s": round(wall, 4), "traj": traj,
-                    "size": space.size, "optimum": space.optimum})
+            traj, wall = theirs(space, task.cache, task.strategy, budget, task.seed)
+        out.append({"space": task.space, "tool": task.tool, "strategy": task.strategy,
+                    "budget": budget, "seed": task.seed, "anytime": anytime,
+                    "wall_s": round(wall, 4), "traj": traj, "size": space.size,
+                    "optimum": space.optimum})
     return out
 
 
@@ -199,14 +217,14 @@ def one_thread() -> None:
     threadpool_limits(1)
 
 
-def cost(task: tuple) -> float:
+def cost(task: Task) -> float:
     """A rough replay cost, to start the longest first so that no long one is left at the end:
-    Kernel Tuner's bayes_opt and its per-budget strategies before the rest, large spaces first."""
-    name, _, _, tool, strategy, _, plan, _ = task
-    weight = {"bayes_opt": 8.0, "hybrid_vndx": 4.0, "basinhopping": 3.0}.get(strategy, 1.0)
-    if tool == "pyclperf":
+    Kernel Tuner's bayes_opt and its per-budget strategies before the rest, large spaces first
+    (every space is built before the tasks are ordered)."""
+    weight = {"bayes_opt": 8.0, "hybrid_vndx": 4.0, "basinhopping": 3.0}.get(task.strategy, 1.0)
+    if task.tool == "pyclperf":
         weight = 0.5
-    return weight * len(plan) * _SPACES[name].size if name in _SPACES else 0.0
+    return weight * len(task.plan) * _SPACES[task.space].size
 
 
 def read_reuse(paths: list[str] | None) -> dict[tuple, dict[str, Any]]:
@@ -249,7 +267,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="strategies-"))
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    tasks: list[tuple] = []
+    tasks: list[Task] = []
     taken: list[dict[str, Any]] = []
     for name, (path, restrictions) in chosen.items():
         space = space_of(name, path, restrictions)
@@ -258,24 +276,22 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         space.t4(out / "spaces")
         space_budgets = [b for b in budgets if b <= space.size] or [space.size]
         for strategy in args.ours:
-            plan = ([(b, False) for b in space_budgets] if strategy in OURS_BUDGET_AWARE
-                    else [(max(space_budgets), True)])
-            tasks += [(name, path, restrictions, "pyclperf", strategy, seed, plan, None)
+            plan = plan_of(strategy, OURS_BUDGET_AWARE, space_budgets)
+            tasks += [Task(name, path, restrictions, "pyclperf", strategy, seed, plan, None)
                       for seed in seeds]
         if not have_kt:
             continue
         cache = space.kt_cache(tmp)
         for strategy in args.kt:
-            plan = ([(b, False) for b in space_budgets] if strategy in KT_BUDGET_AWARE
-                    else [(max(space_budgets), True)])
+            plan = plan_of(strategy, KT_BUDGET_AWARE, space_budgets)
             for seed in seeds:
                 left = [(b, a) for b, a in plan if (name, strategy, b, seed, a) not in reuse]
                 # recorded earlier: taken as it was
                 taken += [reuse[(name, strategy, b, seed, a)] for b, a in plan
                           if (b, a) not in left]
                 if left:
-                    tasks.append((name, path, restrictions, "kernel_tuner", strategy, seed,
-                                  left, cache))
+                    tasks.append(Task(name, path, restrictions, "kernel_tuner", strategy, seed,
+                                      left, cache))
     runs: list[dict[str, Any]] = []
     # what finished is on disk as it finishes: a run stopped part-way keeps it (--reuse takes
     # Kernel Tuner's part of it back)
@@ -287,9 +303,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             log.flush()
 
         record(taken)
-        groups: dict[tuple, int] = {}
-        for t in tasks:
-            groups[t[0], t[3], t[4]] = groups.get((t[0], t[3], t[4]), 0) + 1
+        # replays left of each (space, tool, strategy), to say when one is done
+        groups = collections.Counter((t.space, t.tool, t.strategy) for t in tasks)
         started = time.perf_counter()
 
         def finished(recs: list[dict[str, Any]]) -> None:
