@@ -50,10 +50,11 @@ class Entry:
 _LOCAL = ("neighbor", "restart", "order", "randomize")
 STRATEGIES: dict[str, Entry] = {
     "auto": Entry("auto", "every configuration where the space fits the budget, else a Gaussian "
-                  "process ranking candidates by expected improvement in local, recombined and "
-                  "global regions, exploring steps by a second, fixed model until the 50th "
-                  "evaluation, most of a budget's last fifth among what the best "
-                  "configurations share (search/auto.py); several objectives: NSGA-II"),
+                  "process (on the ranks of the times until the 60th evaluation) ranking "
+                  "candidates by expected improvement in local, recombined and global regions, "
+                  "exploring steps by a second, fixed model until the 50th evaluation, most of "
+                  "a budget's last fifth among what the best configurations share "
+                  "(search/auto.py); several objectives: NSGA-II"),
     "brute_force": Entry("basic", "every configuration, in order"),
     "random_sample": Entry("basic", "a seeded random sample, `fraction` of the space",
                            ("fraction",)),

@@ -189,3 +189,14 @@ def log_targets(values: Sequence[Any]) -> np.ndarray:
     else:
         y, step = v, 0.5 * (float(np.ptp(v[ok])) or 1.0)
     return np.where(ok, y, np.max(y[ok]) + step)
+
+
+def normal_scores(y: np.ndarray) -> np.ndarray:
+    """The standard normal quantiles of the targets' ranks (ties share their mean rank): what
+    the targets say of order alone, each as far from its neighbours in rank as a sample of a
+    normal distribution would be, so that a few very slow or failed configurations do not
+    squeeze every fast one into the bottom of the model's range."""
+    from scipy.special import ndtri
+    from scipy.stats import rankdata
+
+    return ndtri((rankdata(y) - 0.5) / len(y))
