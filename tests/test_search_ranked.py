@@ -1,4 +1,4 @@
-"""strategy="auto"'s model before evaluation 60: fitted to the normal scores of the targets'
+"""strategy="auto"'s model before evaluation 40: fitted to the normal scores of the targets'
 ranks (search/gp_pool.normal_scores), then to the log-times themselves (search/auto.py)."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _space() -> tuple[np.ndarray, np.ndarray, list[list[int]], np.ndarray]:
     return X, sizes, levels, times
 
 
-def test_the_model_fits_normal_scores_until_evaluation_60_and_log_times_from_it(
+def test_the_model_fits_normal_scores_until_evaluation_40_and_log_times_from_it(
         monkeypatch) -> None:
     from pyclperf.tuner.search import auto
     from pyclperf.tuner.search.gp_pool import normal_scores
@@ -74,13 +74,13 @@ def test_the_model_fits_normal_scores_until_evaluation_60_and_log_times_from_it(
     for _ in range(budget - 1):
         sent.append(float(times[i]))
         i = gen.send(sent[-1])
-    assert auto.RANKED_UNTIL == 60
-    assert 60 in [n for n, _ in fits]                       # refitted where the targets change
+    assert auto.RANKED_UNTIL == 40
+    assert 40 in [n for n, _ in fits]                       # refitted where the targets change
     main_model = [(n, y) for n, y in fits if n >= auto.START]
-    assert any(n < 60 for n, _ in main_model) and any(n > 60 for n, _ in main_model)
+    assert any(n < 40 for n, _ in main_model) and any(n > 40 for n, _ in main_model)
     for n, y in main_model + [(n, y) for n, y in predicted if len(y) == n]:
         logs = np.log(sent[:n])
-        if n < 60:
+        if n < 40:
             assert np.allclose(y, normal_scores(logs)), n
         else:
             assert np.allclose(y, logs), n
@@ -113,7 +113,7 @@ def test_a_global_step_aims_half_as_far_below_the_best_score_as_below_the_best_l
     assert len(targets) == len(steps)
     for n, target in zip(steps, targets):
         logs = np.log(sent[:n])
-        if n < 60:
+        if n < 40:
             want = normal_scores(logs).min() - 0.5 * auto.GLOBAL_AMBITION
         else:
             want = logs.min() - auto.GLOBAL_AMBITION

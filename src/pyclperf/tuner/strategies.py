@@ -50,7 +50,7 @@ class Entry:
 _LOCAL = ("neighbor", "restart", "order", "randomize")
 STRATEGIES: dict[str, Entry] = {
     "auto": Entry("auto", "every configuration where the space fits the budget, else a Gaussian "
-                  "process (on the ranks of the times until the 60th evaluation) ranking "
+                  "process (on the ranks of the times until the 40th evaluation) ranking "
                   "candidates by expected improvement in local, recombined and global regions, "
                   "exploring steps by a second, fixed model until the 50th evaluation, most of "
                   "a budget's last fifth among what the best configurations share "
