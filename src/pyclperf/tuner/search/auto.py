@@ -85,18 +85,18 @@ leave the fast ones, where the search has to choose, looking alike; on ranks eve
 neighbours in speed weighs the same, as in a copula model of the targets. Driven directly (seeds
 6000-6299, mean fraction of the optimum), at 20 evaluations it raised the A4000 convolution from
 0.779 to 0.805, the held-out W7800 from 0.735 to 0.756 and the others by 0.001-0.010; at 50 the
-A100 from 0.801 to 0.817, the A4000 from 0.893 to 0.901, the A6000 from 0.849 to 0.866 and the
-W7800 from 0.853 to 0.882, the MI250X and W6600 within 0.001; at 100 the A4000 from 0.952 to
-0.963, the A6000 from 0.945 to 0.958 and the W7800 from 0.971 to 0.978, the others within 0.002
-(the A100 over 600 seeds: 0.928 to 0.930). From 40 the log-times come back: by then the search
-is refining a region, and ranks make the small differences across a plateau as large as the gap
-to a better basin. Ranks for longer helped the held-out spaces more at 50 (until 60: the W7800
-0.896, its 10th percentile 0.80 against 0.67; the MI250X 0.868) but left more of the A100's runs
-on its plateau of 0.64-0.68 of the optimum, its mean at 100 over 600 seeds 0.919 (until 50) and
-0.914 (until 60, the median 0.93 on seeds 6300-6599, where the issue's bar is 0.95); ranks to
-the end, 0.917 on seeds 6000-6299. Not kept either: a Yeo-Johnson transform of the log-times
-(HEBO's choice) in place of ranks (the W7800 at 50: 0.851-0.861), ranks half-blended with the
-standardised log-times.
+A100 from 0.801 to 0.817, the A4000 from 0.893 to 0.901, the A6000 from 0.849 to 0.866 the W7800
+from 0.853 to 0.882 and the RTX 3090 GEMM from 0.972 to 0.986 (seeds 6000-6099), the others
+within 0.008; at 100 the A4000 from 0.952 to 0.963, the A6000 from 0.945 to 0.958 and the W7800
+from 0.971 to 0.978, the others within 0.002 (the A100 over 600 seeds: 0.928 to 0.930). From 40
+the log-times come back: by then the search is refining a region, and ranks make the small
+differences across a plateau as large as the gap to a better basin. Ranks for longer helped the
+held-out spaces more at 50 (until 60: the W7800 0.896, its 10th percentile 0.80 against 0.67;
+the MI250X 0.868) but left more of the A100's runs on its plateau of 0.64-0.68 of the optimum,
+its mean at 100 over 600 seeds 0.919 (until 50) and 0.914 (until 60, the median 0.93 on seeds
+6300-6599, where the issue's bar is 0.95); ranks to the end, 0.917 on seeds 6000-6299. Not kept
+either: a Yeo-Johnson transform of the log-times (HEBO's choice) in place of ranks (the W7800 at
+50: 0.851-0.861), ranks half-blended with the standardised log-times.
 
 The end of a budget: a run told where it ends (``max_fevals``; a time limit alone sets no
 end) spends 70% of the steps of its last fifth, from evaluation 60 on, among the configurations
