@@ -93,10 +93,10 @@ the log-times come back: by then the search is refining a region, and ranks make
 differences across a plateau as large as the gap to a better basin. Ranks for longer helped the
 held-out spaces more at 50 (until 60: the W7800 0.896, its 10th percentile 0.80 against 0.67;
 the MI250X 0.868) but left more of the A100's runs on its plateau of 0.64-0.68 of the optimum,
-its mean at 100 over 600 seeds 0.919 (until 50) and 0.914 (until 60, the median 0.93 on seeds
-6300-6599, where the issue's bar is 0.95); ranks to the end, 0.917 on seeds 6000-6299. Not kept
-either: a Yeo-Johnson transform of the log-times (HEBO's choice) in place of ranks (the W7800 at
-50: 0.851-0.861), ranks half-blended with the standardised log-times.
+its mean at 100 over 600 seeds 0.919 (until 50) and 0.914 (until 60, the median at 100 0.93 on
+seeds 6300-6599, against 1.00 without ranks); ranks to the end, 0.917 on seeds 6000-6299. Not
+kept either: a Yeo-Johnson transform of the log-times (HEBO's choice) in place of ranks (the
+W7800 at 50: 0.851-0.861), ranks half-blended with the standardised log-times.
 
 The end of a budget: a run told where it ends (``max_fevals``; a time limit alone sets no
 end) spends 70% of the steps of its last fifth, from evaluation 60 on, among the configurations
