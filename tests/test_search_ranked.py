@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 pytestmark = pytest.mark.skipif(
-    any(importlib.util.find_spec(m) is None for m in ("scipy",)),
+    importlib.util.find_spec("scipy") is None,
     reason='the model-guided search needs the tune extra (pip install "pyclperf[tune]")')
 
 

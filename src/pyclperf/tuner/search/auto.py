@@ -85,7 +85,7 @@ leave the fast ones, where the search has to choose, looking alike; on ranks eve
 neighbours in speed weighs the same, as in a copula model of the targets. Driven directly (seeds
 6000-6299, mean fraction of the optimum), at 20 evaluations it raised the A4000 convolution from
 0.779 to 0.805, the held-out W7800 from 0.735 to 0.756 and the others by 0.001-0.010; at 50 the
-A100 from 0.801 to 0.817, the A4000 from 0.893 to 0.901, the A6000 from 0.849 to 0.866 the W7800
+A100 from 0.801 to 0.817, the A4000 from 0.893 to 0.901, the A6000 from 0.849 to 0.866, the W7800
 from 0.853 to 0.882 and the RTX 3090 GEMM from 0.972 to 0.986 (seeds 6000-6099), the others
 within 0.008; at 100 the A4000 from 0.952 to 0.963, the A6000 from 0.945 to 0.958 and the W7800
 from 0.971 to 0.978, the others within 0.002 (the A100 over 600 seeds: 0.928 to 0.930). From 40
